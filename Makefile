@@ -1,0 +1,53 @@
+# Lookout — see README.md. Binaries for tests and the demo are built from Go
+# modules under tools/ and cached in $(LOOKOUT_CACHE) (default ~/.cache/lookout).
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS   := -X github.com/lookout-operator/lookout/internal/version.Version=$(VERSION) \
+             -X github.com/lookout-operator/lookout/internal/version.Commit=$(COMMIT)
+MONITORING := github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
+TEST_TIMEOUT ?= 40m
+
+.PHONY: all build tools test unit integration manifests verify demo fmt vet clean
+
+all: build
+
+build: ## Build lookout and lookout-reloader into bin/
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lookout ./cmd/lookout
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lookout-reloader ./cmd/lookout-reloader
+
+tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl and Prometheus
+	$(GO) run ./hack/tools controlplane prometheus
+
+test: tools vet ## Unit, integration (real kube-apiserver) and end-to-end (real Prometheus) tests
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -json ./... | $(GO) run ./hack/testsummary
+	hack/check-no-leftovers.sh
+
+unit: ## Only the tests that need no control plane
+	$(GO) test -count=1 ./internal/... ./cmd/...
+
+manifests: ## Generate the monitoring.coreos.com CRDs into config/crd
+	@rm -rf config/crd && mkdir -p config/crd
+	$$($(GO) run ./hack/tools controller-gen | cut -f2) crd:crdVersions=v1 \
+		paths=$(MONITORING)/v1 paths=$(MONITORING)/v1alpha1 paths=$(MONITORING)/v1beta1 \
+		output:crd:dir=config/crd
+
+verify: manifests vet ## Regenerate everything and fail when the tree changed
+	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; fi
+	$(GO) mod tidy && for d in tools/*/; do (cd $$d && GOWORK=off $(GO) mod tidy); done
+	@git diff --exit-code --stat -- config go.mod go.sum tools || { echo "verify: generated files are out of date; run 'make manifests' and 'go mod tidy' and commit"; exit 1; }
+	@if [ -n "$$(git status --porcelain --untracked-files=all -- config)" ]; then git status --porcelain -- config; echo "verify: untracked generated files"; exit 1; fi
+	@echo "verify: tree is clean"
+
+demo: tools ## Start a local control plane with Lookout and an example, and explain how to explore it
+	$(GO) run -ldflags '$(LDFLAGS)' ./hack/demo
+
+fmt:
+	@gofmt -l -w $$(git ls-files '*.go') >/dev/null
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin _output

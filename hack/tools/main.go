@@ -1,0 +1,41 @@
+// Command tools builds (or finds cached) the binaries the tests and the demo
+// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [controller-gen]
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/lookout-operator/lookout/internal/controlplane"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	sets := map[string][]controlplane.Tool{
+		"controlplane":   controlplane.ControlPlaneTools,
+		"prometheus":     {controlplane.Prometheus},
+		"controller-gen": {controlplane.ControllerGen},
+	}
+	args := os.Args[1:]
+	if len(args) == 0 {
+		args = []string{"controlplane", "prometheus"}
+	}
+	for _, a := range args {
+		tools, ok := sets[a]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus or controller-gen)\n", a)
+			os.Exit(2)
+		}
+		for _, t := range tools {
+			p, err := t.Ensure(ctx, os.Stderr)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			fmt.Printf("%s\t%s\n", t.Name, p)
+		}
+	}
+}
