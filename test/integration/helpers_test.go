@@ -1,8 +1,12 @@
 package integration
 
 import (
+	"log/slog"
+	"os"
+
 	"context"
 	"fmt"
+	"github.com/go-logr/logr"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,4 +45,8 @@ func sanitize(s string) string {
 		}
 	}
 	return b.String()
+}
+
+func testLogger() logr.Logger {
+	return logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

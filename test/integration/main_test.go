@@ -37,7 +37,7 @@ func run(m *testing.M) int {
 	exampleDir = filepath.Join(repoRoot, "examples")
 
 	var err error
-	cp, err = controlplane.Start(testCtx, controlplane.Options{Log: os.Stderr})
+	cp, err = controlplane.Start(testCtx, controlplane.Options{Log: os.Stderr, CRDDir: crdDir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start control plane:", err)
 		return 1
@@ -47,15 +47,16 @@ func run(m *testing.M) int {
 	// Pdeathsig (see controlplane.spawn).
 	defer cp.Stop()
 
-	crdNames, err = controlplane.InstallCRDs(testCtx, cp.RESTConfig, crdDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "install CRDs:", err)
-		return 1
-	}
 	k8s, err = client.New(cp.RESTConfig, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		return 1
 	}
+	stopOperator, err := startOperator()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start operator:", err)
+		return 1
+	}
+	defer stopOperator()
 	return m.Run()
 }

@@ -1,0 +1,401 @@
+// Package apply converges desired objects into the cluster with server-side
+// apply under one field owner. It writes nothing when the live object already
+// holds every desired field, and prunes owned objects that are no longer
+// desired.
+package apply
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldOwner is Lookout's server-side-apply field manager.
+const FieldOwner = "lookout"
+
+// HashAnnotation records the hash of the desired object Lookout last applied.
+const HashAnnotation = "lookout.dev/applied-hash"
+
+// Applier applies desired objects. Reads of kinds listed in Cached go to the
+// cache; Secrets and ConfigMaps (cached as metadata only) are compared through
+// their metadata and a live read when someone else changed them.
+type Applier struct {
+	Client client.Client // writes, and reads of fully cached kinds
+	Live   client.Reader // uncached reads
+	Scheme *runtime.Scheme
+	// Cached says which kinds the Client reads from a full informer cache.
+	Cached map[schema.GroupKind]bool
+
+	mu sync.Mutex
+	// verified maps an object's UID to the resourceVersion at which its
+	// content was last seen equal to what we applied. Lets metadata-only
+	// kinds skip a live read when nobody touched them since.
+	verified map[types.UID]string
+}
+
+// Result tells what Apply did.
+type Result int
+
+const (
+	// Unchanged: the live object already matched; nothing was sent.
+	Unchanged Result = iota
+	// Created: the object did not exist.
+	Created
+	// Updated: the object existed and differed (or drifted).
+	Updated
+)
+
+// Option changes how one object is applied.
+type Option func(*options)
+
+type options struct {
+	fieldManager string
+	shared       bool
+}
+
+// Shared applies an object that several owners co-own under the owner's own
+// field manager. Each owner's apply then keeps the others' owner references,
+// and no hash annotation is written (the owners would overwrite each other's).
+func Shared(fieldManager string) Option {
+	return func(o *options) { o.fieldManager, o.shared = fieldManager, true }
+}
+
+// Apply converges one object. desired must have its TypeMeta set.
+func (a *Applier) Apply(ctx context.Context, desired client.Object, opts ...Option) (Result, error) {
+	o := options{fieldManager: FieldOwner}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	u, err := a.toUnstructured(desired)
+	if err != nil {
+		return Unchanged, err
+	}
+	hash := hashOf(u)
+	if !o.shared {
+		annotations := u.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[HashAnnotation] = hash
+		u.SetAnnotations(annotations)
+	} else {
+		hash = ""
+	}
+
+	gvk := u.GroupVersionKind()
+	key := client.ObjectKeyFromObject(desired)
+	result, err := a.compare(ctx, gvk, key, u, hash)
+	if err != nil || result == Unchanged {
+		return result, err
+	}
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(o.fieldManager), client.ForceOwnership); err != nil {
+		return Unchanged, fmt.Errorf("apply %s %s: %w", gvk.Kind, key, err)
+	}
+	// The apply response carries the new resourceVersion and UID.
+	a.remember(u.GetUID(), u.GetResourceVersion())
+	return result, nil
+}
+
+// compare reports whether desired must be sent, and as what.
+func (a *Applier) compare(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, desired *unstructured.Unstructured, hash string) (Result, error) {
+	gk := gvk.GroupKind()
+	if gk == (schema.GroupKind{Kind: "Secret"}) || gk == (schema.GroupKind{Kind: "ConfigMap"}) {
+		return a.compareMetadataOnly(ctx, gvk, key, desired, hash)
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	reader := a.Live
+	if a.Cached[gk] {
+		typed, err := a.Scheme.New(gvk)
+		if err != nil {
+			return Unchanged, err
+		}
+		obj := typed.(client.Object)
+		if err := a.Client.Get(ctx, key, obj); err != nil {
+			return missingOrErr(err, gvk, key)
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return Unchanged, err
+		}
+		live.Object = m
+	} else if err := reader.Get(ctx, key, live); err != nil {
+		return missingOrErr(err, gvk, key)
+	}
+	if (hash == "" || live.GetAnnotations()[HashAnnotation] == hash) && contains(desired.Object, live.Object, "") {
+		return Unchanged, nil
+	}
+	return Updated, nil
+}
+
+// compareMetadataOnly handles Secrets and ConfigMaps, whose content the cache
+// does not hold. The hash annotation proves the last apply carried the same
+// content; the resourceVersion proves nobody changed it since we last checked.
+func (a *Applier) compareMetadataOnly(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, desired *unstructured.Unstructured, hash string) (Result, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(gvk)
+	if err := a.Client.Get(ctx, key, meta); err != nil {
+		return missingOrErr(err, gvk, key)
+	}
+	if meta.Annotations[HashAnnotation] != hash || !metadataContains(desired, meta) {
+		return Updated, nil
+	}
+	if a.isVerified(meta.UID, meta.ResourceVersion) {
+		return Unchanged, nil
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	if err := a.Live.Get(ctx, key, live); err != nil {
+		return missingOrErr(err, gvk, key)
+	}
+	if !contains(desired.Object, live.Object, "") {
+		return Updated, nil
+	}
+	a.remember(live.GetUID(), live.GetResourceVersion())
+	return Unchanged, nil
+}
+
+func missingOrErr(err error, gvk schema.GroupVersionKind, key client.ObjectKey) (Result, error) {
+	if apierrors.IsNotFound(err) {
+		return Created, nil
+	}
+	return Unchanged, fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
+}
+
+func (a *Applier) remember(uid types.UID, rv string) {
+	if uid == "" || rv == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.verified == nil {
+		a.verified = map[types.UID]string{}
+	}
+	a.verified[uid] = rv
+}
+
+func (a *Applier) isVerified(uid types.UID, rv string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.verified[uid] == rv
+}
+
+// Forget drops what the Applier remembers about an object (after deletion).
+func (a *Applier) Forget(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.verified, uid)
+}
+
+func (a *Applier) toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" {
+		gvks, _, err := a.Scheme.ObjectKinds(obj)
+		if err != nil || len(gvks) == 0 {
+			return nil, fmt.Errorf("unknown kind for %T: %v", obj, err)
+		}
+		gvk = gvks[0]
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("convert %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	pruneNil(m)
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	delete(u.Object, "status")
+	return u, nil
+}
+
+// hashOf hashes the desired object without its hash annotation.
+func hashOf(u *unstructured.Unstructured) string {
+	b, _ := json.Marshal(u.Object) // maps marshal with sorted keys: deterministic
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+// pruneNil removes null values, which mean "unset" in a desired object
+// (creationTimestamp: null and friends) and would otherwise look like drift.
+func pruneNil(m map[string]any) {
+	for k, v := range m {
+		switch x := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			pruneNil(x)
+		case []any:
+			for _, e := range x {
+				if em, ok := e.(map[string]any); ok {
+					pruneNil(em)
+				}
+			}
+		}
+	}
+}
+
+// contains reports whether every field set in desired has the same value in
+// live. Lists must have the same length, element by element; fields the
+// server defaulted are ignored. Of metadata only labels, annotations and
+// ownerReferences are compared.
+func contains(desired, live any, path string) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, dv := range d {
+			if path == "" && (k == "status" || k == "apiVersion" || k == "kind") {
+				continue
+			}
+			if path == "" && k == "metadata" {
+				if !metadataMapContains(dv, l[k]) {
+					return false
+				}
+				continue
+			}
+			lv, ok := l[k]
+			if !ok {
+				if isEmpty(dv) {
+					continue
+				}
+				return false
+			}
+			if !contains(dv, lv, path+"."+k) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !contains(d[i], l[i], path) {
+				return false
+			}
+		}
+		return true
+	case string:
+		l, ok := live.(string)
+		if !ok {
+			return false
+		}
+		if d == l {
+			return true
+		}
+		// Quantities come back canonicalised (0.5 → 500m).
+		dq, err1 := resource.ParseQuantity(d)
+		lq, err2 := resource.ParseQuantity(l)
+		return err1 == nil && err2 == nil && dq.Cmp(lq) == 0
+	case int64, float64:
+		return numEqual(d, live)
+	default:
+		return fmt.Sprint(desired) == fmt.Sprint(live)
+	}
+}
+
+func metadataMapContains(desired, live any) bool {
+	d, _ := desired.(map[string]any)
+	l, _ := live.(map[string]any)
+	for _, k := range []string{"labels", "annotations"} {
+		if dv, ok := d[k]; ok {
+			if !contains(dv, l[k], ".metadata") {
+				return false
+			}
+		}
+	}
+	// Owner references are a set keyed by UID: a co-owned object carries
+	// other owners' references too.
+	dr, _ := d["ownerReferences"].([]any)
+	lr, _ := l["ownerReferences"].([]any)
+	for _, want := range dr {
+		wm, _ := want.(map[string]any)
+		found := false
+		for _, have := range lr {
+			hm, _ := have.(map[string]any)
+			if hm["uid"] == wm["uid"] && contains(wm, hm, ".metadata.ownerReferences") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func metadataContains(desired *unstructured.Unstructured, live *metav1.PartialObjectMetadata) bool {
+	for k, v := range desired.GetLabels() {
+		if live.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range desired.GetAnnotations() {
+		if live.Annotations[k] != v {
+			return false
+		}
+	}
+	for _, want := range desired.GetOwnerReferences() {
+		found := false
+		for _, have := range live.OwnerReferences {
+			if have.UID == want.UID {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	}
+	return v == nil
+}
+
+func numEqual(a, b any) bool {
+	return toFloat(a) == toFloat(b)
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case int:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return -1
+}

@@ -1,0 +1,69 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Prune deletes objects of the given kinds in namespace that carry the
+// labels, are controlled by ownerUID, and are not among keep. It never
+// touches an object another owner controls. Returns the deleted names.
+func (a *Applier) Prune(ctx context.Context, namespace string, labels map[string]string, ownerUID types.UID, keep []client.Object, kinds []schema.GroupVersionKind) ([]string, error) {
+	wanted := map[string]bool{}
+	for _, o := range keep {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		wanted[gvk.Kind+"/"+o.GetNamespace()+"/"+o.GetName()] = true
+	}
+	var deleted []string
+	for _, gvk := range kinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		var reader client.Reader = a.Live
+		if a.Cached[gvk.GroupKind()] || gvk.Kind == "Secret" || gvk.Kind == "ConfigMap" {
+			reader = a.Client
+		}
+		if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels)); err != nil {
+			return deleted, fmt.Errorf("list %s for pruning: %w", gvk.Kind, err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			if wanted[gvk.Kind+"/"+item.Namespace+"/"+item.Name] || !controlledBy(item, ownerUID) {
+				continue
+			}
+			if !item.DeletionTimestamp.IsZero() {
+				continue
+			}
+			item.SetGroupVersionKind(gvk)
+			err := a.Client.Delete(ctx, item, client.Preconditions{UID: &item.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+			if err != nil && !apierrors.IsNotFound(err) {
+				return deleted, fmt.Errorf("delete %s %s/%s: %w", gvk.Kind, item.Namespace, item.Name, err)
+			}
+			a.Forget(item.UID)
+			deleted = append(deleted, gvk.Kind+"/"+item.Name)
+		}
+	}
+	return deleted, nil
+}
+
+func controlledBy(obj *metav1.PartialObjectMetadata, uid types.UID) bool {
+	if uid == "" { // cluster-scoped objects are matched by labels alone
+		return true
+	}
+	for _, ref := range obj.OwnerReferences {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// GVK is a small helper for callers building kind lists.
+func GVK(group, version, kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
+}

@@ -1,0 +1,259 @@
+// Package controller holds the reconcilers. Each is thin: gather → render →
+// apply → status; the decisions live in the packages those steps name.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/lookout-operator/lookout/internal/apply"
+	"github.com/lookout-operator/lookout/internal/gather"
+	"github.com/lookout-operator/lookout/internal/render"
+	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
+	"github.com/lookout-operator/lookout/internal/render/scrape"
+)
+
+// Options configure the controllers.
+type Options struct {
+	// Workers is the number of concurrent reconciles.
+	Workers int
+	// ReloaderImage is the image of the config-reloader sidecar.
+	ReloaderImage string
+}
+
+// PrometheusReconciler converges one Prometheus.
+type PrometheusReconciler struct {
+	Client   client.Client
+	Live     client.Reader
+	Applier  *apply.Applier
+	Recorder recorder.EventRecorder
+	Options  Options
+
+	gather *gather.Cluster
+	refs   *refIndex
+
+	mu       sync.Mutex
+	verdicts map[types.NamespacedName]map[string]scrape.Verdict // last verdicts, for Events on change only
+}
+
+// Kinds the reconciler prunes in the Prometheus's namespace (owner-referenced).
+var ownedKinds = []schema.GroupVersionKind{
+	appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
+	corev1.SchemeGroupVersion.WithKind("Service"),
+	corev1.SchemeGroupVersion.WithKind("Secret"),
+	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+}
+
+// RBAC kinds: some live in other namespaces or at cluster scope and cannot
+// carry an owner reference, so they are found by labels everywhere, pruned
+// across namespaces and deleted by the finalizer.
+var rbacKinds = []schema.GroupVersionKind{
+	rbacv1.SchemeGroupVersion.WithKind("Role"),
+	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
+}
+
+// Reconcile is level-triggered: it renders the whole desired state from what
+// exists now and converges to it.
+func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	p := &monitoringv1.Prometheus{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+
+	if !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, p)
+	}
+	if !controllerutil.ContainsFinalizer(p, Finalizer) {
+		patch := client.MergeFrom(p.DeepCopy())
+		controllerutil.AddFinalizer(p, Finalizer)
+		if err := r.Client.Patch(ctx, p, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer to Prometheus %s: %w", req.NamespacedName, err)
+		}
+	}
+
+	st := &statusUpdate{}
+	defer func() {
+		if err := r.writeStatus(ctx, p, st); err != nil {
+			log.Error(err, "Failed to write status", "prometheus", klog.KObj(p))
+		}
+	}()
+
+	if p.Spec.Paused {
+		st.paused = true
+		return ctrl.Result{}, nil
+	}
+
+	desired, monitors, err := r.render(ctx, p)
+	var specErr *render.SpecError
+	if errors.As(err, &specErr) {
+		// Stalled until the user changes the spec: no requeue, running
+		// children stay as they are.
+		st.reconcileErr = specErr
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, specErr.Reason, "Reconcile", "%s", specErr.Message)
+		log.Info("Prometheus spec cannot be rendered", "prometheus", klog.KObj(p), "reason", specErr.Reason, "message", specErr.Message)
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		st.reconcileErr = &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}
+		return ctrl.Result{}, err
+	}
+	r.reportVerdicts(p, desired.Verdicts, monitors)
+
+	if err := r.applyAll(ctx, p, desired); err != nil {
+		st.reconcileErr = &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}
+		return ctrl.Result{}, err
+	}
+	st.reconciled = true
+	return ctrl.Result{}, nil
+}
+
+func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prometheus) (*render.Desired, map[string]*monitoringv1.ServiceMonitor, error) {
+	g, err := r.gather.Prometheus(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.refs.set(client.ObjectKeyFromObject(p), g.SecretKeys)
+	g.Inputs.ReloaderImage = r.Options.ReloaderImage
+	monitors := make(map[string]*monitoringv1.ServiceMonitor, len(g.Inputs.ServiceMonitors))
+	for _, sm := range g.Inputs.ServiceMonitors {
+		monitors[sm.Namespace+"/"+sm.Name] = sm
+	}
+	d, err := render.Prometheus(g.Inputs)
+	return d, monitors, err
+}
+
+// applyAll applies every object in order, then prunes what is no longer
+// desired. Every error is collected; one failed object does not stop the rest.
+func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Prometheus, d *render.Desired) error {
+	log := ctrl.LoggerFrom(ctx)
+	var errs []error
+	for _, obj := range d.Objects {
+		var opts []apply.Option
+		if promrender.Shared(obj) {
+			opts = append(opts, apply.Shared(apply.FieldOwner+"/"+string(p.UID)))
+		}
+		res, err := r.Applier.Apply(ctx, obj, opts...)
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// A namespace being deleted takes its monitors with it; the
+			// next reconcile no longer wants anything there.
+			log.V(1).Info("Skipped an object in a terminating namespace", "object", klog.KObj(obj))
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if res != apply.Unchanged {
+			log.V(1).Info("Applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "object", klog.KObj(obj), "created", res == apply.Created)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	var keep []client.Object
+	for _, obj := range d.Objects {
+		if !promrender.Shared(obj) {
+			keep = append(keep, obj)
+		}
+	}
+	labels := map[string]string{promrender.LabelPrometheus: p.Name, promrender.LabelPrometheusNamespace: p.Namespace}
+	deleted, err := r.Applier.Prune(ctx, p.Namespace, labels, p.UID, keep, ownedKinds)
+	if err != nil {
+		return err
+	}
+	// RBAC, including what cannot point at the Prometheus: in any namespace.
+	more, err := r.Applier.Prune(ctx, "", labels, "", keep, rbacKinds)
+	if err != nil {
+		return err
+	}
+	if deleted = append(deleted, more...); len(deleted) > 0 {
+		log.Info("Deleted objects that are no longer desired", "prometheus", klog.KObj(p), "objects", deleted)
+	}
+	return nil
+}
+
+// finalize deletes the objects without an owner reference, then lets the
+// Prometheus go. Owner-referenced children are left to the garbage collector.
+func (r *PrometheusReconciler) finalize(ctx context.Context, p *monitoringv1.Prometheus) error {
+	if !controllerutil.ContainsFinalizer(p, Finalizer) {
+		return nil
+	}
+	labels := map[string]string{promrender.LabelPrometheus: p.Name, promrender.LabelPrometheusNamespace: p.Namespace}
+	if _, err := r.Applier.Prune(ctx, "", labels, "", nil, rbacKinds); err != nil {
+		return fmt.Errorf("clean up after Prometheus %s: %w", klog.KObj(p), err)
+	}
+	patch := client.MergeFrom(p.DeepCopy())
+	controllerutil.RemoveFinalizer(p, Finalizer)
+	if err := r.Client.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	r.forget(client.ObjectKeyFromObject(p))
+	return nil
+}
+
+func (r *PrometheusReconciler) forget(key types.NamespacedName) {
+	r.refs.set(key, nil)
+	r.mu.Lock()
+	delete(r.verdicts, key)
+	r.mu.Unlock()
+}
+
+// reportVerdicts emits an Event on a monitor when its verdict for this
+// Prometheus changes (rejected, or accepted again), not on every reconcile.
+func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdicts []scrape.Verdict, monitors map[string]*monitoringv1.ServiceMonitor) {
+	key := client.ObjectKeyFromObject(p)
+	now := make(map[string]scrape.Verdict, len(verdicts))
+	r.mu.Lock()
+	prev := r.verdicts[key]
+	if r.verdicts == nil {
+		r.verdicts = map[types.NamespacedName]map[string]scrape.Verdict{}
+	}
+	for _, v := range verdicts {
+		now[v.Namespace+"/"+v.Name] = v
+	}
+	r.verdicts[key] = now
+	r.mu.Unlock()
+
+	for k, v := range now {
+		old, seen := prev[k]
+		if seen && old.Accepted == v.Accepted && old.Reason == v.Reason && old.Message == v.Message {
+			continue
+		}
+		if v.Accepted && !seen {
+			continue // newly accepted monitors are the normal case; stay quiet
+		}
+		sm := monitors[k]
+		if sm == nil {
+			continue
+		}
+		if v.Accepted {
+			r.Recorder.Eventf(sm, p, corev1.EventTypeNormal, ReasonMonitorAccepted, "Select",
+				"Accepted by Prometheus %s/%s", p.Namespace, p.Name)
+			continue
+		}
+		r.Recorder.Eventf(sm, p, corev1.EventTypeWarning, v.Reason, "Select",
+			"Rejected by Prometheus %s/%s: %s", p.Namespace, p.Name, v.Message)
+	}
+}

@@ -1,0 +1,239 @@
+package controller
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lookout-operator/lookout/internal/apply"
+	"github.com/lookout-operator/lookout/internal/gather"
+	"github.com/lookout-operator/lookout/internal/selection"
+)
+
+// Setup registers every controller with the manager.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	r := &PrometheusReconciler{
+		Client:   mgr.GetClient(),
+		Live:     mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("lookout"),
+		Options:  opts,
+		Applier: &apply.Applier{
+			Client: mgr.GetClient(),
+			Live:   mgr.GetAPIReader(),
+			Scheme: mgr.GetScheme(),
+			Cached: map[schema.GroupKind]bool{
+				{Group: "apps", Kind: "StatefulSet"}: true,
+				{Kind: "Service"}:                    true,
+			},
+		},
+	}
+	return r.SetupWithManager(mgr)
+}
+
+// SetupWithManager wires the watches. Every event ends as the key of the
+// Prometheus objects it concerns, and only those.
+func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.gather = &gather.Cluster{Cache: mgr.GetClient(), Live: r.Live}
+	r.refs = newRefIndex()
+	c := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("prometheus").
+		For(&monitoringv1.Prometheus{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&appsv1.StatefulSet{}).
+		// The governing Service is co-owned (no controller reference): map
+		// every owner, not only the controller.
+		Watches(&corev1.Service{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &monitoringv1.Prometheus{})).
+		// Secrets are cached as metadata only. Owned ones (the config) revert
+		// drift; referenced ones (credentials) re-render the monitors.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.mapSecret)).
+		Watches(&monitoringv1.ServiceMonitor{}, &selectingHandler{c: c, kind: kindServiceMonitor}).
+		Watches(&corev1.Namespace{}, &selectingHandler{c: c, kind: kindNamespace}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
+		Complete(r)
+}
+
+// mapSecret enqueues the owner of an owned Secret and every Prometheus whose
+// monitors reference the Secret.
+func (r *PrometheusReconciler) mapSecret(_ context.Context, obj client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == monitoringv1.PrometheusesKind && ref.APIVersion == monitoringv1.SchemeGroupVersion.String() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}})
+		}
+	}
+	for _, key := range r.refs.referrers(obj.GetNamespace() + "/" + obj.GetName()) {
+		out = append(out, reconcile.Request{NamespacedName: key})
+	}
+	return out
+}
+
+type watchedKind int
+
+const (
+	kindServiceMonitor watchedKind = iota
+	kindNamespace
+)
+
+// selectingHandler enqueues the Prometheus objects whose selectors match a
+// ServiceMonitor or Namespace — before or after an update, so that a monitor
+// that stops matching is removed from the config too.
+type selectingHandler struct {
+	c    client.Reader
+	kind watchedKind
+}
+
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+func (h *selectingHandler) Create(ctx context.Context, e event.CreateEvent, q queue) {
+	h.enqueue(ctx, q, e.Object)
+}
+
+func (h *selectingHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
+	if h.kind == kindNamespace && equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+		return // only labels matter to namespace selectors
+	}
+	if h.kind == kindServiceMonitor && e.ObjectOld.GetGeneration() == e.ObjectNew.GetGeneration() &&
+		equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) &&
+		e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) {
+		return // a status or metadata-only change
+	}
+	h.enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+}
+
+func (h *selectingHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
+	h.enqueue(ctx, q, e.Object)
+}
+
+func (h *selectingHandler) Generic(ctx context.Context, e event.GenericEvent, q queue) {
+	h.enqueue(ctx, q, e.Object)
+}
+
+func (h *selectingHandler) enqueue(ctx context.Context, q queue, objs ...client.Object) {
+	var proms monitoringv1.PrometheusList
+	if err := h.c.List(ctx, &proms); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List Prometheus objects to map an event")
+		return
+	}
+	nsLabels := map[string]map[string]string{}
+	for i := range proms.Items {
+		p := &proms.Items[i]
+		sel, err := selection.ServiceMonitors(p)
+		if err != nil {
+			// An invalid selector is reported on the Prometheus itself.
+			continue
+		}
+		for _, obj := range objs {
+			if h.selects(ctx, sel, p, obj, nsLabels) {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})
+				break
+			}
+		}
+	}
+}
+
+func (h *selectingHandler) selects(ctx context.Context, sel *selection.Selector, p *monitoringv1.Prometheus, obj client.Object, nsLabels map[string]map[string]string) bool {
+	if sel.SelectsNothing() {
+		return false
+	}
+	switch h.kind {
+	case kindNamespace:
+		// Only selectors that read namespace labels care; own-namespace and
+		// all-namespaces selectors do not change with labels.
+		if sel.OwnNamespaceOnly() || sel.AllNamespaces() {
+			return false
+		}
+		return sel.NamespaceSelected(obj.GetName(), obj.GetLabels())
+	default:
+		if !sel.LabelsSelected(obj.GetLabels()) {
+			return false
+		}
+		if sel.OwnNamespaceOnly() || sel.AllNamespaces() {
+			return sel.NamespaceSelected(obj.GetNamespace(), nil)
+		}
+		labels, ok := nsLabels[obj.GetNamespace()]
+		if !ok {
+			var ns corev1.Namespace
+			if err := h.c.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, &ns); err == nil {
+				labels = ns.Labels
+			}
+			nsLabels[obj.GetNamespace()] = labels
+		}
+		return sel.NamespaceSelected(obj.GetNamespace(), labels)
+	}
+}
+
+func equalLabels(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+// refIndex remembers which Secrets each Prometheus's monitors reference, so
+// that a Secret event reaches exactly the Prometheus objects that read it.
+type refIndex struct {
+	mu    sync.RWMutex
+	byKey map[string]map[types.NamespacedName]struct{}
+	byP   map[types.NamespacedName][]string
+}
+
+func newRefIndex() *refIndex {
+	return &refIndex{byKey: map[string]map[types.NamespacedName]struct{}{}, byP: map[types.NamespacedName][]string{}}
+}
+
+func (x *refIndex) set(p types.NamespacedName, keys []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, k := range x.byP[p] {
+		delete(x.byKey[k], p)
+		if len(x.byKey[k]) == 0 {
+			delete(x.byKey, k)
+		}
+	}
+	if len(keys) == 0 {
+		delete(x.byP, p)
+		return
+	}
+	x.byP[p] = keys
+	for _, k := range keys {
+		if x.byKey[k] == nil {
+			x.byKey[k] = map[types.NamespacedName]struct{}{}
+		}
+		x.byKey[k][p] = struct{}{}
+	}
+}
+
+func (x *refIndex) referrers(key string) []types.NamespacedName {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]types.NamespacedName, 0, len(x.byKey[key]))
+	for p := range x.byKey[key] {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}

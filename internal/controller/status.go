@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/render"
+	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
+)
+
+// statusUpdate collects what one reconcile learned; writeStatus turns it into
+// the Prometheus status once, at the end.
+type statusUpdate struct {
+	paused       bool
+	reconciled   bool
+	reconcileErr *render.SpecError
+}
+
+func (r *PrometheusReconciler) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, st *statusUpdate) error {
+	next := p.Status.DeepCopy()
+	next.Paused = p.Spec.Paused
+	shards := promrender.ShardCount(p)
+	next.Shards = shards
+	next.Selector = labels.SelectorFromSet(promrender.PodLabels(p.Name)).String()
+
+	var replicas, updated, available, unavailable int32
+	next.ShardStatuses = nil
+	for shard := range shards {
+		var sts appsv1.StatefulSet
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: promrender.StatefulSetName(p.Name, shard)}, &sts)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		replicas += sts.Status.Replicas
+		updated += sts.Status.UpdatedReplicas
+		available += sts.Status.AvailableReplicas
+		next.ShardStatuses = append(next.ShardStatuses, monitoringv1.ShardStatus{
+			ShardID:             fmt.Sprint(shard),
+			Replicas:            sts.Status.Replicas,
+			UpdatedReplicas:     sts.Status.UpdatedReplicas,
+			AvailableReplicas:   sts.Status.AvailableReplicas,
+			UnavailableReplicas: sts.Status.Replicas - sts.Status.AvailableReplicas,
+		})
+	}
+	if replicas > available {
+		unavailable = replicas - available
+	}
+	next.Replicas, next.UpdatedReplicas, next.AvailableReplicas, next.UnavailableReplicas = replicas, updated, available, unavailable
+
+	want := int32(1)
+	if p.Spec.Replicas != nil {
+		want = *p.Spec.Replicas
+	}
+	want *= shards
+	switch {
+	case want > 0 && available >= want:
+		setCondition(next, p.Generation, monitoringv1.Available, monitoringv1.ConditionTrue, ReasonAllReplicasAvailable, "")
+	case available > 0:
+		setCondition(next, p.Generation, monitoringv1.Available, monitoringv1.ConditionDegraded, ReasonSomeReplicasUnavailable,
+			fmt.Sprintf("%d of %d replicas are available", available, want))
+	default:
+		setCondition(next, p.Generation, monitoringv1.Available, monitoringv1.ConditionFalse, ReasonNoReplicasAvailable,
+			fmt.Sprintf("0 of %d replicas are available", want))
+	}
+
+	switch {
+	case st.paused:
+		setCondition(next, p.Generation, monitoringv1.Reconciled, monitoringv1.ConditionUnknown, ReasonPaused,
+			"spec.paused is true: the operator changes nothing until it is unset")
+	case st.reconcileErr != nil:
+		setCondition(next, p.Generation, monitoringv1.Reconciled, monitoringv1.ConditionFalse, st.reconcileErr.Reason, st.reconcileErr.Message)
+	case st.reconciled:
+		setCondition(next, p.Generation, monitoringv1.Reconciled, monitoringv1.ConditionTrue, ReasonReconcileSucceeded, "")
+	}
+
+	if apiequality.Semantic.DeepEqual(&p.Status, next) {
+		return nil // nothing changed: no write
+	}
+	patch := client.MergeFrom(p.DeepCopy())
+	p.Status = *next
+	if err := r.Client.Status().Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patch status of Prometheus %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// setCondition sets a condition, keeping lastTransitionTime when the status
+// did not change.
+func setCondition(st *monitoringv1.PrometheusStatus, generation int64, t monitoringv1.ConditionType, s monitoringv1.ConditionStatus, reason, message string) {
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != t {
+			continue
+		}
+		if c.Status != s {
+			c.LastTransitionTime = metav1.Now()
+		}
+		c.Status, c.Reason, c.Message, c.ObservedGeneration = s, reason, message, generation
+		return
+	}
+	st.Conditions = append(st.Conditions, monitoringv1.Condition{
+		Type: t, Status: s, Reason: reason, Message: message, ObservedGeneration: generation,
+		LastTransitionTime: metav1.Now(),
+	})
+}

@@ -1,0 +1,182 @@
+package reloader
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Reload strategies accepted by --reload-strategy.
+const (
+	StrategyHTTP   = "http"
+	StrategySignal = "signal"
+)
+
+// Backoff is a capped exponential backoff: Initial, doubled after every failure, never above Max.
+type Backoff struct {
+	Initial time.Duration
+	Max     time.Duration
+}
+
+func (b Backoff) next(d time.Duration) time.Duration {
+	if d <= 0 {
+		return b.Initial
+	}
+	return min(2*d, b.Max)
+}
+
+// Options configures the reloader. The zero value is not usable; start from DefaultOptions.
+type Options struct {
+	// ConfigFile is the input: gzipped when its name ends in .gz, plain text otherwise.
+	ConfigFile string
+	// OutputFile receives ConfigFile after environment substitution.
+	OutputFile string
+	// WatchedDirs are rule directories; any change in them triggers a reload.
+	WatchedDirs []string
+	// ConfigSecret is "<namespace>/<name>" of the Secret that ConfigFile is mounted from.
+	ConfigSecret string
+	// ConfigSecretKey is the key in ConfigSecret; empty means the base name of ConfigFile,
+	// which is what the Secret volume names the file.
+	ConfigSecretKey string
+
+	ReloadStrategy string
+	ReloadURL      string
+	PIDFile        string
+
+	ListenAddress string
+	InitMode      bool
+	InitTimeout   time.Duration
+	WatchInterval time.Duration
+
+	// ReloadTimeout bounds one reload request; Prometheus answers only after it has applied
+	// the configuration, which takes a while for large ones.
+	ReloadTimeout time.Duration
+	ReloadBackoff Backoff
+	APIBackoff    Backoff
+	// FileTrustDelay is how long the Secret watch must have been broken before the file is
+	// trusted again over the last value the API delivered. It covers the kubelet's Secret
+	// volume sync period, so a file that lags behind the API cannot roll a change back.
+	FileTrustDelay time.Duration
+
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// LookupEnv resolves $(VAR) references; defaults to os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// API talks to the Kubernetes API for ConfigSecret; nil means in-cluster credentials.
+	API *APIClient
+	// Strategy overrides ReloadStrategy (tests).
+	Strategy Strategy
+	// HTTPClient is used for reload requests; defaults to a client without a global timeout.
+	HTTPClient *http.Client
+}
+
+// DefaultOptions returns the defaults the flags advertise.
+func DefaultOptions() Options {
+	return Options{
+		ReloadStrategy: StrategyHTTP,
+		ReloadURL:      "http://127.0.0.1:9090/-/reload",
+		ListenAddress:  ":8080",
+		InitTimeout:    5 * time.Minute,
+		// The poll is a stat per file; contents are read only when size, mtime or inode
+		// change (and on a slow full pass), so a short interval is cheap. It is the only
+		// source for rule directories, so it bounds how late a rule change lands after
+		// the kubelet has updated the volume.
+		WatchInterval:  time.Second,
+		ReloadTimeout:  time.Minute,
+		ReloadBackoff:  Backoff{Initial: 500 * time.Millisecond, Max: 15 * time.Second},
+		APIBackoff:     Backoff{Initial: time.Second, Max: time.Minute},
+		FileTrustDelay: 2 * time.Minute,
+	}
+}
+
+// AddFlags binds the command-line flags to o; the values already in o are the defaults.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ConfigFile, "config-file", o.ConfigFile, "Input configuration file, gunzipped when its name ends in .gz.")
+	fs.StringVar(&o.OutputFile, "config-envsubst-file", o.OutputFile, "Where to write the configuration with $(VAR) references substituted.")
+	fs.StringArrayVar(&o.WatchedDirs, "watched-dir", o.WatchedDirs, "Directory whose changes trigger a reload (repeatable).")
+	fs.StringVar(&o.ConfigSecret, "config-secret", o.ConfigSecret, "<namespace>/<name> of the Secret holding the configuration; watched through the API to beat the kubelet's volume sync delay.")
+	fs.StringVar(&o.ConfigSecretKey, "config-secret-key", o.ConfigSecretKey, "Key of the configuration in --config-secret (default: base name of --config-file).")
+	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, "How to reload: http (POST --reload-url) or signal (SIGHUP to the PID in --process-pid-file).")
+	fs.StringVar(&o.ReloadURL, "reload-url", o.ReloadURL, "URL to POST to reload Prometheus.")
+	fs.StringVar(&o.PIDFile, "process-pid-file", o.PIDFile, "File holding the PID to send SIGHUP to (--reload-strategy=signal).")
+	fs.StringVar(&o.ListenAddress, "listen-address", o.ListenAddress, "Address for /healthz, /readyz and /metrics; empty disables the server.")
+	fs.BoolVar(&o.InitMode, "init-mode", o.InitMode, "Write the configuration once and exit.")
+	fs.DurationVar(&o.InitTimeout, "init-timeout", o.InitTimeout, "How long --init-mode waits for the input file.")
+	fs.DurationVar(&o.WatchInterval, "watch-interval", o.WatchInterval, "How often the input file and watched directories are polled.")
+}
+
+// Validate reports the first inconsistency in o.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.ConfigFile != "" && o.OutputFile == "" {
+		errs = append(errs, errors.New("--config-envsubst-file is required with --config-file"))
+	}
+	if o.ConfigFile == "" && o.OutputFile != "" {
+		errs = append(errs, errors.New("--config-file is required with --config-envsubst-file"))
+	}
+	if o.ConfigFile != "" && o.OutputFile != "" && filepath.Clean(o.ConfigFile) == filepath.Clean(o.OutputFile) {
+		errs = append(errs, errors.New("--config-file and --config-envsubst-file must differ"))
+	}
+	if o.ConfigSecret != "" {
+		if _, _, err := splitSecretRef(o.ConfigSecret); err != nil {
+			errs = append(errs, err)
+		}
+		if o.ConfigFile == "" {
+			errs = append(errs, errors.New("--config-secret needs --config-file"))
+		}
+	}
+	if !o.InitMode && o.ConfigFile == "" && len(o.WatchedDirs) == 0 {
+		errs = append(errs, errors.New("nothing to watch: set --config-file or --watched-dir"))
+	}
+	if o.Strategy == nil && !o.InitMode {
+		switch o.ReloadStrategy {
+		case StrategyHTTP:
+			u, err := url.Parse(o.ReloadURL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs = append(errs, fmt.Errorf("--reload-url %q is not an http(s) URL", o.ReloadURL))
+			}
+		case StrategySignal:
+			if o.PIDFile == "" {
+				errs = append(errs, errors.New("--process-pid-file is required with --reload-strategy=signal"))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("--reload-strategy %q: want %s or %s", o.ReloadStrategy, StrategyHTTP, StrategySignal))
+		}
+	}
+	if o.WatchInterval <= 0 {
+		errs = append(errs, errors.New("--watch-interval must be positive"))
+	}
+	if o.InitMode && o.InitTimeout <= 0 {
+		errs = append(errs, errors.New("--init-timeout must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) secretKey() string {
+	if o.ConfigSecretKey != "" {
+		return o.ConfigSecretKey
+	}
+	return filepath.Base(o.ConfigFile)
+}
+
+func (o *Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.Default()
+}
+
+func splitSecretRef(ref string) (namespace, name string, err error) {
+	namespace, name, ok := strings.Cut(ref, "/")
+	if !ok || namespace == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("--config-secret %q: want <namespace>/<name>", ref)
+	}
+	return namespace, name, nil
+}

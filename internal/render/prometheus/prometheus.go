@@ -1,0 +1,83 @@
+// Package prometheus builds the Kubernetes objects that run one Prometheus: its
+// ServiceAccount and RBAC, config and web-config Secrets, Services and one StatefulSet per
+// shard. The builders are pure: the same Prometheus and Options always give the same
+// objects, in the same order, without touching a cluster.
+package prometheus
+
+import (
+	"errors"
+	"fmt"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Options are the inputs of Objects that do not come from the Prometheus object.
+type Options struct {
+	// ConfigGzip is the gzipped prometheus.yaml, stored in Secret prometheus-<name> under
+	// key prometheus.yaml.gz.
+	ConfigGzip []byte
+	// DiscoveryNamespaces are the namespaces Prometheus discovers targets in; it gets a
+	// Role and RoleBinding in each.
+	DiscoveryNamespaces []string
+	// AllNamespaces grants discovery in every namespace through a ClusterRole and
+	// ClusterRoleBinding instead; DiscoveryNamespaces is then ignored.
+	AllNamespaces bool
+	// DiscoverNodes grants get/list/watch on nodes (ClusterRole), needed by the node role
+	// and by attachMetadata.node; the endpoints, endpointslice, service and pod roles do
+	// not need it.
+	DiscoverNodes bool
+	// ServiceAccountExists tells that spec.serviceAccountName names a ServiceAccount that
+	// exists and that Lookout did not generate (it carries no LabelPrometheus). Otherwise
+	// a ServiceAccount is generated: spec.serviceAccountName if set, else prometheus-<name>.
+	// Counting a generated one as existing would make the next reconcile prune it.
+	ServiceAccountExists bool
+	// ReloaderImage is the lookout-reloader image, e.g. "lookout-reloader:v0.1.0".
+	ReloaderImage string
+	// OperatorName is the app.kubernetes.io/managed-by value on generated objects
+	// (default "lookout"). Pod selectors keep "prometheus-operator" whatever it is, so
+	// that StatefulSets migrated from the existing operator keep their selector.
+	OperatorName string
+}
+
+// Objects returns every object for the Prometheus, in dependency order: ServiceAccount
+// (when generated), ClusterRole and ClusterRoleBinding (when needed), Roles and
+// RoleBindings, config Secret, web-config Secret, governing Service, Service,
+// StatefulSet(s). Every object has its TypeMeta set. Namespaced objects in the
+// Prometheus's namespace have an owner reference to it (a controller one, except on the
+// shared governing Service, see Shared); the others carry AnnotationOwner.
+//
+// A spec Validate refuses gives its *SpecError. The result shares no memory with p or opts.
+func Objects(p *monitoringv1.Prometheus, opts Options) ([]client.Object, error) {
+	if err := Validate(p); err != nil {
+		return nil, err
+	}
+	if len(opts.ConfigGzip) == 0 {
+		return nil, errors.New("render Prometheus " + p.Namespace + "/" + p.Name + ": no configuration given")
+	}
+	if opts.ReloaderImage == "" {
+		return nil, errors.New("render Prometheus " + p.Namespace + "/" + p.Name + ": no reloader image given")
+	}
+
+	var out []client.Object
+	if sa := serviceAccount(p, opts); sa != nil {
+		out = append(out, sa)
+	}
+	out = append(out, rbacObjects(p, opts)...)
+	out = append(out, configSecret(p, opts))
+	web, err := webConfigSecret(p, opts)
+	if err != nil {
+		return nil, fmt.Errorf("render Prometheus %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	out = append(out, web, governingService(p, opts), service(p, opts))
+	for shard := range ShardCount(p) {
+		out = append(out, statefulSet(p, opts, shard))
+	}
+
+	// The builders reuse slices and maps of p and opts; copy so that callers may change
+	// the result (or p) freely.
+	for i, obj := range out {
+		out[i] = obj.DeepCopyObject().(client.Object)
+	}
+	return out, nil
+}

@@ -1,0 +1,128 @@
+package prometheus
+
+import (
+	"slices"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var readVerbs = []string{"get", "list", "watch"}
+
+// discoveryRules let Prometheus run Kubernetes service discovery with the endpoints,
+// endpointslice, service and pod roles. Nothing else: the generated configuration inlines
+// credentials, so Prometheus reads no Secrets.
+func discoveryRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"endpoints", "pods", "services"}, Verbs: readVerbs},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: readVerbs},
+	}
+}
+
+// nodeRules let Prometheus discover nodes (node role, attachMetadata.node); nodes are
+// cluster-scoped, so these always go in a ClusterRole.
+func nodeRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: readVerbs}}
+}
+
+// reloaderRules let the config reloader read and watch its own config Secret and no
+// other. resourceNames authorizes list and watch only when the request selects the
+// object by name (fieldSelector=metadata.name=<name>), which is what the reloader sends.
+func reloaderRules(p *monitoringv1.Prometheus) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{
+		APIGroups:     []string{""},
+		Resources:     []string{"secrets"},
+		ResourceNames: []string{ConfigSecretName(p.Name)},
+		Verbs:         readVerbs,
+	}}
+}
+
+// rbacObjects returns the ClusterRole and ClusterRoleBinding (when discovery spans all
+// namespaces or nodes), then a Role and RoleBinding per namespace, the Prometheus's own
+// first (it always has one, for the reloader) and the others sorted.
+func rbacObjects(p *monitoringv1.Prometheus, opts Options) []client.Object {
+	name := RBACName(p)
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName(p), Namespace: p.Namespace}}
+	var out []client.Object
+
+	var clusterRules []rbacv1.PolicyRule
+	if opts.AllNamespaces {
+		clusterRules = append(clusterRules, discoveryRules()...)
+	}
+	if opts.DiscoverNodes {
+		clusterRules = append(clusterRules, nodeRules()...)
+	}
+	if len(clusterRules) > 0 {
+		out = append(out,
+			&rbacv1.ClusterRole{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+				ObjectMeta: unownedMeta(p, opts, "", name),
+				Rules:      clusterRules,
+			},
+			&rbacv1.ClusterRoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+				ObjectMeta: unownedMeta(p, opts, "", name),
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+				Subjects:   subjects,
+			},
+		)
+	}
+
+	own := reloaderRules(p)
+	var others []string
+	if !opts.AllNamespaces {
+		for _, ns := range discoveryNamespaces(opts.DiscoveryNamespaces) {
+			if ns == p.Namespace {
+				own = append(discoveryRules(), own...)
+			} else {
+				others = append(others, ns)
+			}
+		}
+	}
+	add := func(meta metav1.ObjectMeta, rules []rbacv1.PolicyRule) {
+		out = append(out,
+			&rbacv1.Role{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+				ObjectMeta: meta,
+				Rules:      rules,
+			},
+			&rbacv1.RoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+				ObjectMeta: *meta.DeepCopy(),
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+				Subjects:   subjects,
+			},
+		)
+	}
+	add(ownedMeta(p, opts, name), own)
+	for _, ns := range others {
+		add(unownedMeta(p, opts, ns, name), discoveryRules())
+	}
+	return out
+}
+
+func discoveryNamespaces(in []string) []string {
+	var out []string
+	for _, ns := range in {
+		if ns != "" {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// serviceAccount is the generated ServiceAccount, or nil when spec.serviceAccountName
+// names one that exists.
+func serviceAccount(p *monitoringv1.Prometheus, opts Options) *corev1.ServiceAccount {
+	if p.Spec.ServiceAccountName != "" && opts.ServiceAccountExists {
+		return nil
+	}
+	return &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: ownedMeta(p, opts, ServiceAccountName(p)),
+	}
+}

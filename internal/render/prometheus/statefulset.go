@@ -1,0 +1,503 @@
+package prometheus
+
+import (
+	"maps"
+	"path"
+	"strconv"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Paths inside the pods (COMPAT.md, "Container wiring").
+const (
+	configDir         = "/etc/prometheus/config"
+	configOutDir      = "/etc/prometheus/config_out"
+	configEnvsubstOut = configOutDir + "/prometheus.env.yaml"
+	webConfigDir      = "/etc/prometheus/web_config"
+	secretsDir        = "/etc/prometheus/secrets"
+	configMapsDir     = "/etc/prometheus/configmaps"
+
+	volConfig    = "config"
+	volConfigOut = "config-out"
+	volWebConfig = "web-config"
+
+	containerPrometheus   = "prometheus"
+	containerReloader     = "config-reloader"
+	containerInitReloader = "init-config-reloader"
+	reloaderCommand       = "/bin/lookout-reloader"
+
+	// Defaults for a pod without spec.securityContext: the "nobody" user the Prometheus
+	// image runs as (so data written by an unconfigured existing deployment stays
+	// readable), and a group the kubelet hands the data volume to.
+	defaultRunAsUser  = 65534
+	defaultRunAsGroup = 65534
+	defaultFSGroup    = 2000
+
+	// Prometheus flushes the head block on shutdown; killing it early means a long WAL
+	// replay at the next start.
+	defaultTerminationGracePeriod = 600
+	startupProbePeriod            = 15
+	// defaultStartupDuration bounds the WAL replay before the kubelet restarts the pod.
+	defaultStartupDuration = 15 * 60
+)
+
+// statefulSet builds the StatefulSet of one shard.
+func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) *appsv1.StatefulSet {
+	name := StatefulSetName(p.Name, shard)
+	selector := SelectorLabels(p.Name, shard)
+
+	meta := ownedMeta(p, opts, name)
+	// The StatefulSet tells which shard it runs and who manages it (Lookout); only the pod
+	// selector keeps the existing operator's managed-by value.
+	meta.Labels[labelOpName] = p.Name
+	meta.Labels[labelShard] = strconv.Itoa(int(shard))
+
+	sts := &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: meta,
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptrTo(ptrValueOr(p.Spec.Replicas, 1)),
+			Selector:            &metav1.LabelSelector{MatchLabels: selector},
+			ServiceName:         GoverningServiceName(p),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			MinReadySeconds:     ptrValue(p.Spec.MinReadySeconds),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      podTemplateLabels(p, shard),
+					Annotations: podTemplateAnnotations(p),
+				},
+				Spec: podSpec(p, opts, shard),
+			},
+			PersistentVolumeClaimRetentionPolicy: p.Spec.PersistentVolumeClaimRetentionPolicy,
+		},
+	}
+	if pm := p.Spec.PodManagementPolicy; pm != nil {
+		sts.Spec.PodManagementPolicy = appsv1.PodManagementPolicyType(*pm)
+	}
+	if us := p.Spec.UpdateStrategy; us != nil {
+		sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.StatefulSetUpdateStrategyType(us.Type)}
+		if us.RollingUpdate != nil {
+			sts.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: us.RollingUpdate.MaxUnavailable}
+		}
+	}
+	if pvc := volumeClaimTemplate(p); pvc != nil {
+		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{*pvc}
+	}
+	return sts
+}
+
+// podTemplateLabels: the selector labels, Lookout's label, and spec.podMetadata.labels,
+// which never override the first two.
+func podTemplateLabels(p *monitoringv1.Prometheus, shard int32) map[string]string {
+	l := map[string]string{}
+	if p.Spec.PodMetadata != nil {
+		maps.Copy(l, p.Spec.PodMetadata.Labels)
+	}
+	maps.Copy(l, SelectorLabels(p.Name, shard))
+	l[LabelPrometheus] = p.Name
+	return l
+}
+
+func podTemplateAnnotations(p *monitoringv1.Prometheus) map[string]string {
+	a := map[string]string{}
+	if p.Spec.PodMetadata != nil {
+		maps.Copy(a, p.Spec.PodMetadata.Annotations)
+	}
+	a[annotationDefaultContainer] = containerPrometheus
+	return a
+}
+
+// dataVolumeName is the name of the volume mounted at /prometheus: the PVC template's
+// name when one is given, prometheus-<name>-db otherwise.
+func dataVolumeName(p *monitoringv1.Prometheus) string {
+	if st := p.Spec.Storage; st != nil && st.EmptyDir == nil && st.Ephemeral == nil && st.VolumeClaimTemplate.Name != "" {
+		return st.VolumeClaimTemplate.Name
+	}
+	return VolumeClaimTemplateName(p.Name)
+}
+
+// volumeClaimTemplate is the PVC template, or nil when the data lives in a pod volume.
+// It carries exactly what the user wrote (plus the access mode the API requires) and no
+// labels of ours: the templates of an existing StatefulSet cannot be changed, and they
+// name the PVCs that hold the data.
+func volumeClaimTemplate(p *monitoringv1.Prometheus) *corev1.PersistentVolumeClaim {
+	st := p.Spec.Storage
+	if st == nil || st.EmptyDir != nil || st.Ephemeral != nil || !hasVolumeClaimTemplate(st) {
+		return nil
+	}
+	t := st.VolumeClaimTemplate.DeepCopy()
+	pvc := &corev1.PersistentVolumeClaim{
+		TypeMeta: t.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        dataVolumeName(p),
+			Labels:      t.Labels,
+			Annotations: t.Annotations,
+		},
+		Spec:   t.Spec,
+		Status: t.Status,
+	}
+	if len(pvc.Spec.AccessModes) == 0 {
+		pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	return pvc
+}
+
+func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) corev1.PodSpec {
+	s := &p.Spec
+	spec := corev1.PodSpec{
+		InitContainers:                []corev1.Container{reloaderContainer(p, opts, shard, true)},
+		Containers:                    []corev1.Container{prometheusContainer(p), reloaderContainer(p, opts, shard, false)},
+		Volumes:                       volumes(p),
+		ServiceAccountName:            ServiceAccountName(p),
+		AutomountServiceAccountToken:  ptrTo(true),
+		SecurityContext:               podSecurityContext(p),
+		TerminationGracePeriodSeconds: ptrTo(ptrValueOr(s.TerminationGracePeriodSeconds, defaultTerminationGracePeriod)),
+		NodeSelector:                  s.NodeSelector,
+		Tolerations:                   s.Tolerations,
+		Affinity:                      s.Affinity,
+		TopologySpreadConstraints:     topologySpreadConstraints(p, shard),
+		PriorityClassName:             s.PriorityClassName,
+		SchedulerName:                 s.SchedulerName,
+		ImagePullSecrets:              s.ImagePullSecrets,
+		EnableServiceLinks:            s.EnableServiceLinks,
+		HostUsers:                     s.HostUsers,
+	}
+	if s.DNSPolicy != nil {
+		spec.DNSPolicy = corev1.DNSPolicy(*s.DNSPolicy)
+	}
+	if c := s.DNSConfig; c != nil {
+		spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: c.Nameservers, Searches: c.Searches}
+		for _, o := range c.Options {
+			spec.DNSConfig.Options = append(spec.DNSConfig.Options, corev1.PodDNSConfigOption{Name: o.Name, Value: o.Value})
+		}
+	}
+	for _, h := range s.HostAliases {
+		spec.HostAliases = append(spec.HostAliases, corev1.HostAlias{IP: h.IP, Hostnames: h.Hostnames})
+	}
+	return spec
+}
+
+// podSecurityContext passes the "restricted" Pod Security profile by default. A user's
+// spec.securityContext is kept (OpenShift, for one, assigns user ids itself), with
+// runAsNonRoot and the RuntimeDefault seccomp profile filled in when left out.
+func podSecurityContext(p *monitoringv1.Prometheus) *corev1.PodSecurityContext {
+	if p.Spec.SecurityContext == nil {
+		return &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptrTo(true),
+			RunAsUser:      ptrTo(int64(defaultRunAsUser)),
+			RunAsGroup:     ptrTo(int64(defaultRunAsGroup)),
+			FSGroup:        ptrTo(int64(defaultFSGroup)),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+	}
+	sc := p.Spec.SecurityContext.DeepCopy()
+	if sc.RunAsNonRoot == nil && (sc.RunAsUser == nil || *sc.RunAsUser != 0) {
+		sc.RunAsNonRoot = ptrTo(true)
+	}
+	if sc.SeccompProfile == nil {
+		sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	}
+	return sc
+}
+
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptrTo(false),
+		ReadOnlyRootFilesystem:   ptrTo(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+func topologySpreadConstraints(p *monitoringv1.Prometheus, shard int32) []corev1.TopologySpreadConstraint {
+	var out []corev1.TopologySpreadConstraint
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		tsc := corev1.TopologySpreadConstraint(*c.CoreV1TopologySpreadConstraint.DeepCopy())
+		if a := c.AdditionalLabelSelectors; a != nil {
+			add := PodLabels(p.Name)
+			if *a == monitoringv1.ShardAndResourceNameLabelSelector {
+				add = SelectorLabels(p.Name, shard)
+			}
+			if tsc.LabelSelector == nil {
+				tsc.LabelSelector = &metav1.LabelSelector{}
+			}
+			tsc.LabelSelector.MatchLabels = mergeLabels(tsc.LabelSelector.MatchLabels, add)
+		}
+		out = append(out, tsc)
+	}
+	return out
+}
+
+func volumes(p *monitoringv1.Prometheus) []corev1.Volume {
+	vols := []corev1.Volume{
+		{Name: volConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(p.Name)}}},
+		// Memory: the generated configuration inlines credentials; keep them off the node's disk.
+		{Name: volConfigOut, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+		{Name: volWebConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: WebConfigSecretName(p.Name)}}},
+	}
+	if src := dataVolumeSource(p); src != nil {
+		vols = append(vols, corev1.Volume{Name: dataVolumeName(p), VolumeSource: *src})
+	}
+	for _, s := range uniq(p.Spec.Secrets) {
+		vols = append(vols, corev1.Volume{Name: volumeName("secret", s), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
+	}
+	for _, c := range uniq(p.Spec.ConfigMaps) {
+		vols = append(vols, corev1.Volume{Name: volumeName("configmap", c), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
+	}
+	return vols
+}
+
+// dataVolumeSource is the pod volume holding the TSDB, or nil when a PVC template does.
+func dataVolumeSource(p *monitoringv1.Prometheus) *corev1.VolumeSource {
+	st := p.Spec.Storage
+	switch {
+	case st != nil && st.EmptyDir != nil:
+		return &corev1.VolumeSource{EmptyDir: st.EmptyDir.DeepCopy()}
+	case st != nil && st.Ephemeral != nil:
+		return &corev1.VolumeSource{Ephemeral: st.Ephemeral.DeepCopy()}
+	case hasVolumeClaimTemplate(st):
+		return nil
+	}
+	return &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+}
+
+func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
+	image, _ := prometheusImage(p) // Validate has refused the errors
+	mounts := []corev1.VolumeMount{
+		{Name: volConfigOut, MountPath: configOutDir, ReadOnly: true},
+		{Name: dataVolumeName(p), MountPath: storageDir, SubPath: dataSubPath(p)},
+		{Name: volWebConfig, MountPath: webConfigDir, ReadOnly: true},
+	}
+	for _, s := range uniq(p.Spec.Secrets) {
+		mounts = append(mounts, corev1.VolumeMount{Name: volumeName("secret", s), MountPath: path.Join(secretsDir, s), ReadOnly: true})
+	}
+	for _, c := range uniq(p.Spec.ConfigMaps) {
+		mounts = append(mounts, corev1.VolumeMount{Name: volumeName("configmap", c), MountPath: path.Join(configMapsDir, c), ReadOnly: true})
+	}
+	startupSeconds := ptrValueOr(p.Spec.MaximumStartupDurationSeconds, defaultStartupDuration)
+	return corev1.Container{
+		Name:            containerPrometheus,
+		Image:           image,
+		ImagePullPolicy: p.Spec.ImagePullPolicy,
+		Args:            prometheusArgs(p),
+		Ports:           []corev1.ContainerPort{{Name: webPortName, ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
+		Resources:       *p.Spec.Resources.DeepCopy(),
+		VolumeMounts:    mounts,
+		StartupProbe: &corev1.Probe{
+			ProbeHandler:     httpProbe(p, "/-/ready"),
+			PeriodSeconds:    startupProbePeriod,
+			TimeoutSeconds:   3,
+			FailureThreshold: (startupSeconds + startupProbePeriod - 1) / startupProbePeriod,
+		},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:     httpProbe(p, "/-/ready"),
+			PeriodSeconds:    5,
+			TimeoutSeconds:   3,
+			FailureThreshold: 3,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:     httpProbe(p, "/-/healthy"),
+			PeriodSeconds:    5,
+			TimeoutSeconds:   3,
+			FailureThreshold: 6,
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          containerSecurityContext(),
+	}
+}
+
+// dataSubPath keeps the existing operator's layout: with spec.storage set, the TSDB lives
+// in the prometheus-db directory of the volume, and a migrated pod must find it there.
+func dataSubPath(p *monitoringv1.Prometheus) string {
+	if p.Spec.Storage == nil || p.Spec.Storage.DisableMountSubPath {
+		return ""
+	}
+	return storageSubPath
+}
+
+func routePrefix(p *monitoringv1.Prometheus) string {
+	if p.Spec.RoutePrefix == "" {
+		return "/"
+	}
+	return p.Spec.RoutePrefix
+}
+
+func httpProbe(p *monitoringv1.Prometheus, endpoint string) corev1.ProbeHandler {
+	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+		Path:   path.Join(routePrefix(p), endpoint),
+		Port:   intstr.FromString(webPortName),
+		Scheme: corev1.URISchemeHTTP,
+	}}
+}
+
+// prometheusArgs are the command-line flags of the prometheus container: the generated
+// ones, then spec.additionalArgs.
+func prometheusArgs(p *monitoringv1.Prometheus) []string {
+	args := generatedArgs(p)
+	for _, a := range p.Spec.AdditionalArgs {
+		if a.Value == "" {
+			args = append(args, "--"+a.Name)
+		} else {
+			args = append(args, "--"+a.Name+"="+a.Value)
+		}
+	}
+	return args
+}
+
+// generatedArgs are the flags Lookout derives from the spec; flags from optional fields
+// follow the fixed ones in a fixed order.
+func generatedArgs(p *monitoringv1.Prometheus) []string {
+	s := &p.Spec
+	args := []string{
+		"--config.file=" + configEnvsubstOut,
+		"--storage.tsdb.path=" + storageDir,
+	}
+	// The API's default: 24h only when no retention of any kind is given.
+	switch {
+	case s.Retention != "":
+		args = append(args, "--storage.tsdb.retention.time="+string(s.Retention))
+	case s.RetentionSize == "":
+		args = append(args, "--storage.tsdb.retention.time="+defaultRetention)
+	}
+	if s.RetentionSize != "" {
+		args = append(args, "--storage.tsdb.retention.size="+string(s.RetentionSize))
+	}
+	args = append(args,
+		"--web.enable-lifecycle",
+		"--web.config.file="+webConfigDir+"/"+WebConfigSecretKey,
+		"--web.route-prefix="+routePrefix(p),
+		"--web.listen-address=:"+strconv.Itoa(webPort),
+	)
+	if s.ExternalURL != "" {
+		args = append(args, "--web.external-url="+s.ExternalURL)
+	}
+	if w := s.Web; w != nil {
+		if w.PageTitle != nil {
+			args = append(args, "--web.page-title="+*w.PageTitle)
+		}
+		if w.MaxConnections != nil {
+			args = append(args, "--web.max-connections="+strconv.Itoa(int(*w.MaxConnections)))
+		}
+	}
+	if s.EnableAdminAPI {
+		args = append(args, "--web.enable-admin-api")
+	}
+	if s.EnableRemoteWriteReceiver {
+		args = append(args, "--web.enable-remote-write-receiver")
+	}
+	if ptrValue(s.EnableOTLPReceiver) {
+		args = append(args, "--web.enable-otlp-receiver")
+	}
+	if s.LogLevel != "" {
+		args = append(args, "--log.level="+s.LogLevel)
+	}
+	if s.LogFormat != "" {
+		args = append(args, "--log.format="+s.LogFormat)
+	}
+	if len(s.EnableFeatures) > 0 {
+		features := make([]string, 0, len(s.EnableFeatures))
+		for _, f := range s.EnableFeatures {
+			features = append(features, string(f))
+		}
+		args = append(args, "--enable-feature="+strings.Join(uniq(features), ","))
+	}
+	if s.WALCompression != nil {
+		if *s.WALCompression {
+			args = append(args, "--storage.tsdb.wal-compression")
+		} else {
+			args = append(args, "--no-storage.tsdb.wal-compression")
+		}
+	}
+	if s.DisableCompaction {
+		// Equal minimum and maximum block durations: head blocks are never merged.
+		args = append(args, "--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h")
+	}
+	if q := s.Query; q != nil {
+		if q.LookbackDelta != nil {
+			args = append(args, "--query.lookback-delta="+*q.LookbackDelta)
+		}
+		if q.MaxConcurrency != nil {
+			args = append(args, "--query.max-concurrency="+strconv.Itoa(int(*q.MaxConcurrency)))
+		}
+		if q.MaxSamples != nil {
+			args = append(args, "--query.max-samples="+strconv.Itoa(int(*q.MaxSamples)))
+		}
+		if q.Timeout != nil {
+			args = append(args, "--query.timeout="+string(*q.Timeout))
+		}
+	}
+	return args
+}
+
+// reloaderContainer is the config-reloader sidecar, or with init set the init container
+// that writes the configuration once before Prometheus starts.
+func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, init bool) corev1.Container {
+	args := []string{
+		"--listen-address=:" + strconv.Itoa(reloaderPort),
+		"--config-file=" + configDir + "/" + ConfigSecretKey,
+		"--config-envsubst-file=" + configEnvsubstOut,
+		"--reload-url=http://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), "/-/reload"),
+		"--config-secret=" + p.Namespace + "/" + ConfigSecretName(p.Name),
+	}
+	c := corev1.Container{
+		Name:            containerReloader,
+		Image:           opts.ReloaderImage,
+		ImagePullPolicy: p.Spec.ImagePullPolicy,
+		Command:         []string{reloaderCommand},
+		Args:            args,
+		Env: []corev1.EnvVar{
+			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
+			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
+			{Name: "SHARD", Value: strconv.Itoa(int(shard))},
+		},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("10m"),
+				corev1.ResourceMemory: resource.MustParse("32Mi"),
+			},
+			Limits: corev1.ResourceList{
+				corev1.ResourceMemory: resource.MustParse("128Mi"),
+			},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: volConfig, MountPath: configDir, ReadOnly: true},
+			{Name: volConfigOut, MountPath: configOutDir},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          containerSecurityContext(),
+	}
+	if init {
+		c.Name = containerInitReloader
+		c.Args = append(c.Args, "--init-mode")
+	} else {
+		c.Ports = []corev1.ContainerPort{{Name: reloaderPortName, ContainerPort: reloaderPort, Protocol: corev1.ProtocolTCP}}
+	}
+	return c
+}
+
+// uniq drops repeated entries, keeping the first: a name listed twice would make two
+// volumes with the same name.
+func uniq(in []string) []string {
+	seen := make(map[string]bool, len(in))
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func ptrValueOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,97 @@
+// Package render turns the gathered inputs of one Prometheus into the desired
+// cluster state: every object to apply and a verdict for every monitor. It is
+// pure: no client, no clock, no randomness; the same Inputs give the same
+// bytes, which is what lets `lookout render` match the controller exactly.
+package render
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/render/prometheus"
+	"github.com/lookout-operator/lookout/internal/render/scrape"
+)
+
+// Inputs is everything rendering one Prometheus needs.
+type Inputs struct {
+	Prometheus *monitoringv1.Prometheus
+	// ServiceMonitors the Prometheus selects (see package selection).
+	ServiceMonitors []*monitoringv1.ServiceMonitor
+	// Secrets referenced by the monitors, keyed "namespace/name"; a missing
+	// key means the Secret does not exist.
+	Secrets map[string]*corev1.Secret
+	// ServiceAccountExists: spec.serviceAccountName names an existing ServiceAccount.
+	ServiceAccountExists bool
+	// ReloaderImage is the image of the config-reloader sidecar.
+	ReloaderImage string
+}
+
+// Desired is the rendered state of one Prometheus.
+type Desired struct {
+	// Objects in dependency order.
+	Objects []client.Object
+	// Verdicts, one per selected monitor.
+	Verdicts []scrape.Verdict
+	// Config is the uncompressed prometheus.yaml.
+	Config []byte
+}
+
+// SpecError means the Prometheus spec itself cannot be rendered; the user
+// must fix it. Nothing is applied, so what is running stays as it is.
+type SpecError struct {
+	Reason  string
+	Message string
+}
+
+func (e *SpecError) Error() string { return e.Message }
+
+// Prometheus renders one Prometheus.
+func Prometheus(in Inputs) (*Desired, error) {
+	p := in.Prometheus
+	if err := prometheus.Validate(p); err != nil {
+		if se, ok := err.(*prometheus.SpecError); ok {
+			return nil, &SpecError{Reason: se.Reason, Message: se.Error()}
+		}
+		return nil, &SpecError{Reason: "InvalidSpec", Message: err.Error()}
+	}
+	res, err := scrape.Generate(scrape.Input{Prometheus: p, ServiceMonitors: in.ServiceMonitors, Secrets: in.Secrets})
+	if err != nil {
+		return nil, &SpecError{Reason: "InvalidConfig", Message: err.Error()}
+	}
+	gz, err := Gzip(res.Config)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := prometheus.Objects(p, prometheus.Options{
+		ConfigGzip:           gz,
+		DiscoveryNamespaces:  res.Namespaces,
+		AllNamespaces:        res.AllNamespaces,
+		ServiceAccountExists: in.ServiceAccountExists,
+		ReloaderImage:        in.ReloaderImage,
+	})
+	if err != nil {
+		return nil, &SpecError{Reason: "InvalidSpec", Message: fmt.Sprintf("render objects: %v", err)}
+	}
+	return &Desired{Objects: objs, Verdicts: res.Verdicts, Config: res.Config}, nil
+}
+
+// Gzip compresses deterministically: no name, no modification time.
+func Gzip(b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(b); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,202 @@
+package scrape
+
+import (
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/prometheus/config"
+	"go.yaml.in/yaml/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Small option-function builders for the objects the tests feed the generator.
+
+type promOpt func(*monitoringv1.Prometheus)
+
+func newPrometheus(opts ...promOpt) *monitoringv1.Prometheus {
+	p := &monitoringv1.Prometheus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "main"},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func withPromSpec(f func(*monitoringv1.PrometheusSpec)) promOpt {
+	return func(p *monitoringv1.Prometheus) { f(&p.Spec) }
+}
+
+func withShards(n int32) promOpt {
+	return withPromSpec(func(s *monitoringv1.PrometheusSpec) { s.Shards = &n })
+}
+
+func withPromRole(r monitoringv1.ServiceDiscoveryRole) promOpt {
+	return withPromSpec(func(s *monitoringv1.PrometheusSpec) { s.ServiceDiscoveryRole = &r })
+}
+
+func withScrapeClass(sc monitoringv1.ScrapeClass) promOpt {
+	return withPromSpec(func(s *monitoringv1.PrometheusSpec) { s.ScrapeClasses = append(s.ScrapeClasses, sc) })
+}
+
+type smOpt func(*monitoringv1.ServiceMonitor)
+
+// newServiceMonitor selects Services labelled app=<name> and scrapes their port "web".
+func newServiceMonitor(ns, name string, opts ...smOpt) *monitoringv1.ServiceMonitor {
+	sm := &monitoringv1.ServiceMonitor{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
+		Spec: monitoringv1.ServiceMonitorSpec{
+			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Endpoints: []monitoringv1.Endpoint{endpoint()},
+		},
+	}
+	for _, o := range opts {
+		o(sm)
+	}
+	return sm
+}
+
+func withSMSpec(f func(*monitoringv1.ServiceMonitorSpec)) smOpt {
+	return func(sm *monitoringv1.ServiceMonitor) { f(&sm.Spec) }
+}
+
+func withGeneration(g int64) smOpt {
+	return func(sm *monitoringv1.ServiceMonitor) { sm.Generation = g }
+}
+
+func withEndpoints(eps ...monitoringv1.Endpoint) smOpt {
+	return withSMSpec(func(s *monitoringv1.ServiceMonitorSpec) { s.Endpoints = eps })
+}
+
+func withSelector(sel metav1.LabelSelector) smOpt {
+	return withSMSpec(func(s *monitoringv1.ServiceMonitorSpec) { s.Selector = sel })
+}
+
+func withNamespaceSelector(nsSel monitoringv1.NamespaceSelector) smOpt {
+	return withSMSpec(func(s *monitoringv1.ServiceMonitorSpec) { s.NamespaceSelector = nsSel })
+}
+
+type epOpt func(*monitoringv1.Endpoint)
+
+// endpoint scrapes the Service port "web" unless told otherwise.
+func endpoint(opts ...epOpt) monitoringv1.Endpoint {
+	ep := monitoringv1.Endpoint{Port: "web"}
+	for _, o := range opts {
+		o(&ep)
+	}
+	return ep
+}
+
+func port(name string) epOpt { return func(ep *monitoringv1.Endpoint) { ep.Port = name } }
+
+func targetPortNumber(n int) epOpt {
+	return func(ep *monitoringv1.Endpoint) {
+		ep.Port = ""
+		tp := intstr.FromInt(n)
+		ep.TargetPort = &tp
+	}
+}
+
+func targetPortName(name string) epOpt {
+	return func(ep *monitoringv1.Endpoint) {
+		ep.Port = ""
+		tp := intstr.FromString(name)
+		ep.TargetPort = &tp
+	}
+}
+
+func interval(d string) epOpt {
+	return func(ep *monitoringv1.Endpoint) { ep.Interval = monitoringv1.Duration(d) }
+}
+
+func scrapeTimeout(d string) epOpt {
+	return func(ep *monitoringv1.Endpoint) { ep.ScrapeTimeout = monitoringv1.Duration(d) }
+}
+
+func relabelings(rcs ...monitoringv1.RelabelConfig) epOpt {
+	return func(ep *monitoringv1.Endpoint) { ep.RelabelConfigs = append(ep.RelabelConfigs, rcs...) }
+}
+
+func metricRelabelings(rcs ...monitoringv1.RelabelConfig) epOpt {
+	return func(ep *monitoringv1.Endpoint) { ep.MetricRelabelConfigs = append(ep.MetricRelabelConfigs, rcs...) }
+}
+
+func withEP(f func(*monitoringv1.Endpoint)) epOpt { return f }
+
+func secretRef(name, key string) corev1.SecretKeySelector {
+	return corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+}
+
+func basicAuthFrom(secret, userKey, passKey string) epOpt {
+	return func(ep *monitoringv1.Endpoint) {
+		ep.BasicAuth = &monitoringv1.BasicAuth{Username: secretRef(secret, userKey), Password: secretRef(secret, passKey)}
+	}
+}
+
+func authorizationFrom(typ, secret, key string) epOpt {
+	return func(ep *monitoringv1.Endpoint) {
+		ref := secretRef(secret, key)
+		ep.Authorization = &monitoringv1.SafeAuthorization{Type: typ, Credentials: &ref}
+	}
+}
+
+// relabelCfg builds a RelabelConfig; empty strings mean "not set".
+func relabelCfg(action string, sources []string, target, regex string) monitoringv1.RelabelConfig {
+	rc := monitoringv1.RelabelConfig{Action: action, TargetLabel: target, Regex: regex}
+	for _, s := range sources {
+		rc.SourceLabels = append(rc.SourceLabels, monitoringv1.LabelName(s))
+	}
+	return rc
+}
+
+func newSecret(ns, name string, data map[string]string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	return s
+}
+
+func newInput(p *monitoringv1.Prometheus, sms []*monitoringv1.ServiceMonitor, secrets ...*corev1.Secret) Input {
+	in := Input{Prometheus: p, ServiceMonitors: sms, Secrets: map[string]*corev1.Secret{}}
+	for _, s := range secrets {
+		in.Secrets[s.Namespace+"/"+s.Name] = s
+	}
+	return in
+}
+
+func monitors(sms ...*monitoringv1.ServiceMonitor) []*monitoringv1.ServiceMonitor { return sms }
+
+// mustLoad loads a generated prometheus.yaml with Prometheus's own loader.
+func mustLoad(t testing.TB, cfg []byte) *config.Config {
+	t.Helper()
+	c, err := config.Load(string(cfg), discardLogger)
+	if err != nil {
+		t.Fatalf("Prometheus refuses the generated config: %v\n%s", err, cfg)
+	}
+	return c
+}
+
+// parse reads a generated prometheus.yaml back into this package's own types, which keep
+// "unset" apart from Prometheus's defaults.
+func parse(t testing.TB, cfg []byte) *document {
+	t.Helper()
+	var d document
+	if err := yaml.UnmarshalStrict(cfg, &d); err != nil {
+		t.Fatalf("parse generated config: %v\n%s", err, cfg)
+	}
+	return &d
+}
+
+func jobNamed(t testing.TB, d *document, name string) *scrapeJob {
+	t.Helper()
+	for _, j := range d.ScrapeConfigs {
+		if j.JobName == name {
+			return j
+		}
+	}
+	t.Fatalf("no job %q in the generated config", name)
+	return nil
+}

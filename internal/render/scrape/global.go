@@ -1,0 +1,323 @@
+package scrape
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/alecthomas/units"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/config"
+	"go.yaml.in/yaml/v2"
+	corev1 "k8s.io/api/core/v1"
+)
+
+const (
+	defaultScrapeInterval     = "30s"
+	defaultEvaluationInterval = "30s"
+
+	defaultPrometheusLabelName = "prometheus"
+	defaultReplicaLabelName    = "prometheus_replica"
+	// Substituted by the reloader from the pod's environment.
+	podNamePlaceholder = "$(POD_NAME)"
+	shardPlaceholder   = "$(SHARD)"
+)
+
+// globalConfig is the `global` section; field order is the order written.
+type globalConfig struct {
+	ScrapeInterval                 string            `yaml:"scrape_interval"`
+	ScrapeTimeout                  string            `yaml:"scrape_timeout,omitempty"`
+	ScrapeProtocols                []string          `yaml:"scrape_protocols,omitempty"`
+	EvaluationInterval             string            `yaml:"evaluation_interval"`
+	RuleQueryOffset                string            `yaml:"rule_query_offset,omitempty"`
+	ExternalLabels                 map[string]string `yaml:"external_labels,omitempty"`
+	BodySizeLimit                  string            `yaml:"body_size_limit,omitempty"`
+	SampleLimit                    uint64            `yaml:"sample_limit,omitempty"`
+	TargetLimit                    uint64            `yaml:"target_limit,omitempty"`
+	LabelLimit                     uint64            `yaml:"label_limit,omitempty"`
+	LabelNameLengthLimit           uint64            `yaml:"label_name_length_limit,omitempty"`
+	LabelValueLengthLimit          uint64            `yaml:"label_value_length_limit,omitempty"`
+	KeepDroppedTargets             uint64            `yaml:"keep_dropped_targets,omitempty"`
+	MetricNameValidationScheme     string            `yaml:"metric_name_validation_scheme,omitempty"`
+	MetricNameEscapingScheme       string            `yaml:"metric_name_escaping_scheme,omitempty"`
+	ScrapeNativeHistograms         *bool             `yaml:"scrape_native_histograms,omitempty"`
+	ConvertClassicHistogramsToNHCB *bool             `yaml:"convert_classic_histograms_to_nhcb,omitempty"`
+	AlwaysScrapeClassicHistograms  *bool             `yaml:"always_scrape_classic_histograms,omitempty"`
+}
+
+// document is the whole prometheus.yaml this package writes. Generate assembles it from a
+// globalDocument and per-monitor pieces; tests read it back with this type.
+type document struct {
+	Global        *globalConfig `yaml:"global"`
+	ScrapeConfigs []*scrapeJob  `yaml:"scrape_configs"`
+}
+
+type globalDocument struct {
+	Global *globalConfig `yaml:"global"`
+}
+
+// limit is one per-scrape limit: the monitor's value is capped by the Prometheus's enforced
+// one; a monitor without a value inherits the global one unless the enforced one is smaller.
+type limits struct {
+	global, enforced int64 // 0 = unset
+}
+
+func (l limits) apply(monitor *int64) uint64 {
+	var v int64
+	if monitor != nil {
+		v = *monitor
+	}
+	if v <= 0 {
+		if l.enforced > 0 && (l.global <= 0 || l.global > l.enforced) {
+			return uint64(l.enforced)
+		}
+		return 0
+	}
+	if l.enforced > 0 && v > l.enforced {
+		return uint64(l.enforced)
+	}
+	return uint64(v)
+}
+
+// generator holds what every job of one Prometheus shares.
+type generator struct {
+	prom    *monitoringv1.Prometheus
+	secrets map[string]*corev1.Secret
+
+	global         *globalConfig
+	globalYAML     []byte // "global:" and its section, the start of every document
+	scrapeInterval model.Duration
+	role           string
+	shards         uint64
+	nameScheme     model.ValidationScheme
+
+	classes      map[string]*monitoringv1.ScrapeClass
+	defaultClass *monitoringv1.ScrapeClass
+
+	sampleLimit, targetLimit, labelLimit                  limits
+	labelNameLengthLimit, labelValueLengthLimit, keepDrop limits
+	globalBodySize, enforcedBodySize                      units.Base2Bytes
+	enforcedBodySizeText                                  string
+}
+
+func newGenerator(in Input) (*generator, error) {
+	p := in.Prometheus
+	spec := &p.Spec
+	g := &generator{
+		prom:       p,
+		secrets:    in.Secrets,
+		nameScheme: model.UTF8Validation,
+		shards:     1,
+		role:       roleEndpoints,
+		classes:    map[string]*monitoringv1.ScrapeClass{},
+	}
+	gc := &globalConfig{}
+	g.global = gc
+
+	var err error
+	gc.ScrapeInterval = string(spec.ScrapeInterval)
+	if gc.ScrapeInterval == "" {
+		gc.ScrapeInterval = defaultScrapeInterval
+	}
+	if g.scrapeInterval, err = parseDuration(gc.ScrapeInterval); err != nil {
+		return nil, fmt.Errorf("spec.scrapeInterval: %w", err)
+	}
+	if g.scrapeInterval == 0 {
+		return nil, errors.New("spec.scrapeInterval: must be greater than zero")
+	}
+	if spec.ScrapeTimeout != "" {
+		gc.ScrapeTimeout = string(spec.ScrapeTimeout)
+		timeout, err := parseDuration(gc.ScrapeTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("spec.scrapeTimeout: %w", err)
+		}
+		if timeout > g.scrapeInterval {
+			return nil, fmt.Errorf("spec.scrapeTimeout: %s is greater than the scrape interval %s", gc.ScrapeTimeout, gc.ScrapeInterval)
+		}
+	}
+	gc.EvaluationInterval = string(spec.EvaluationInterval)
+	if gc.EvaluationInterval == "" {
+		gc.EvaluationInterval = defaultEvaluationInterval
+	}
+	if _, err := parseDuration(gc.EvaluationInterval); err != nil {
+		return nil, fmt.Errorf("spec.evaluationInterval: %w", err)
+	}
+	if spec.RuleQueryOffset != nil && *spec.RuleQueryOffset != "" {
+		gc.RuleQueryOffset = string(*spec.RuleQueryOffset)
+		if _, err := parseDuration(gc.RuleQueryOffset); err != nil {
+			return nil, fmt.Errorf("spec.ruleQueryOffset: %w", err)
+		}
+	}
+	for i, sp := range spec.ScrapeProtocols {
+		if !validScrapeProtocol(sp) {
+			return nil, fmt.Errorf("spec.scrapeProtocols[%d]: unknown scrape protocol %q", i, sp)
+		}
+		gc.ScrapeProtocols = append(gc.ScrapeProtocols, string(sp))
+	}
+	gc.ExternalLabels = externalLabels(p)
+
+	if spec.NameValidationScheme != nil {
+		switch *spec.NameValidationScheme {
+		case monitoringv1.LegacyNameValidationScheme:
+			g.nameScheme = model.LegacyValidation
+		case monitoringv1.UTF8NameValidationScheme:
+			g.nameScheme = model.UTF8Validation
+		default:
+			return nil, fmt.Errorf("spec.nameValidationScheme: unknown value %q", *spec.NameValidationScheme)
+		}
+		gc.MetricNameValidationScheme = g.nameScheme.String()
+	}
+	if spec.NameEscapingScheme != nil {
+		switch *spec.NameEscapingScheme {
+		case monitoringv1.AllowUTF8NameEscapingScheme:
+			gc.MetricNameEscapingScheme = model.AllowUTF8
+		case monitoringv1.UnderscoresNameEscapingScheme:
+			gc.MetricNameEscapingScheme = model.EscapeUnderscores
+		case monitoringv1.DotsNameEscapingScheme:
+			gc.MetricNameEscapingScheme = model.EscapeDots
+		case monitoringv1.ValuesNameEscapingScheme:
+			gc.MetricNameEscapingScheme = model.EscapeValues
+		default:
+			return nil, fmt.Errorf("spec.nameEscapingScheme: unknown value %q", *spec.NameEscapingScheme)
+		}
+	}
+	gc.ScrapeNativeHistograms = spec.ScrapeNativeHistograms
+	gc.ConvertClassicHistogramsToNHCB = spec.ConvertClassicHistogramsToNHCB
+	gc.AlwaysScrapeClassicHistograms = spec.ScrapeClassicHistograms
+
+	// Global limits apply to jobs without their own; enforced ones cap every job.
+	for _, l := range []struct {
+		field, enforcedField string
+		global, enforced     *int64
+		out                  *uint64
+		into                 *limits
+	}{
+		{"sampleLimit", "enforcedSampleLimit", spec.SampleLimit, spec.EnforcedSampleLimit, &gc.SampleLimit, &g.sampleLimit},
+		{"targetLimit", "enforcedTargetLimit", spec.TargetLimit, spec.EnforcedTargetLimit, &gc.TargetLimit, &g.targetLimit},
+		{"labelLimit", "enforcedLabelLimit", spec.LabelLimit, spec.EnforcedLabelLimit, &gc.LabelLimit, &g.labelLimit},
+		{"labelNameLengthLimit", "enforcedLabelNameLengthLimit", spec.LabelNameLengthLimit, spec.EnforcedLabelNameLengthLimit, &gc.LabelNameLengthLimit, &g.labelNameLengthLimit},
+		{"labelValueLengthLimit", "enforcedLabelValueLengthLimit", spec.LabelValueLengthLimit, spec.EnforcedLabelValueLengthLimit, &gc.LabelValueLengthLimit, &g.labelValueLengthLimit},
+		{"keepDroppedTargets", "enforcedKeepDroppedTargets", spec.KeepDroppedTargets, spec.EnforcedKeepDroppedTargets, &gc.KeepDroppedTargets, &g.keepDrop},
+	} {
+		if l.global != nil {
+			if *l.global < 0 {
+				return nil, fmt.Errorf("spec.%s: must not be negative", l.field)
+			}
+			*l.out = uint64(*l.global)
+			l.into.global = *l.global
+		}
+		if l.enforced != nil {
+			if *l.enforced < 0 {
+				return nil, fmt.Errorf("spec.%s: must not be negative", l.enforcedField)
+			}
+			l.into.enforced = *l.enforced
+		}
+	}
+	if spec.BodySizeLimit != nil && *spec.BodySizeLimit != "" {
+		gc.BodySizeLimit = string(*spec.BodySizeLimit)
+		if g.globalBodySize, err = units.ParseBase2Bytes(gc.BodySizeLimit); err != nil {
+			return nil, fmt.Errorf("spec.bodySizeLimit: invalid size %q: %w", gc.BodySizeLimit, err)
+		}
+	}
+	if spec.EnforcedBodySizeLimit != "" {
+		g.enforcedBodySizeText = string(spec.EnforcedBodySizeLimit)
+		if g.enforcedBodySize, err = units.ParseBase2Bytes(g.enforcedBodySizeText); err != nil {
+			return nil, fmt.Errorf("spec.enforcedBodySizeLimit: invalid size %q: %w", g.enforcedBodySizeText, err)
+		}
+	}
+
+	if spec.ServiceDiscoveryRole != nil {
+		if g.role, err = sdRole(*spec.ServiceDiscoveryRole); err != nil {
+			return nil, fmt.Errorf("spec.serviceDiscoveryRole: %w", err)
+		}
+	}
+	if spec.Shards != nil && *spec.Shards > 1 {
+		g.shards = uint64(*spec.Shards)
+	}
+	if l := spec.EnforcedNamespaceLabel; l != "" && !g.nameScheme.IsValidLabelName(l) {
+		return nil, fmt.Errorf("spec.enforcedNamespaceLabel: %q is not a valid label name", l)
+	}
+
+	for i := range spec.ScrapeClasses {
+		sc := &spec.ScrapeClasses[i]
+		if _, dup := g.classes[sc.Name]; dup {
+			return nil, fmt.Errorf("spec.scrapeClasses[%d]: duplicate scrape class name %q", i, sc.Name)
+		}
+		g.classes[sc.Name] = sc
+		if sc.Default != nil && *sc.Default {
+			if g.defaultClass != nil {
+				return nil, fmt.Errorf("spec.scrapeClasses[%d]: scrape classes %q and %q are both marked default", i, g.defaultClass.Name, sc.Name)
+			}
+			g.defaultClass = sc
+		}
+	}
+
+	// The global section alone must load; otherwise nothing can ship.
+	if g.globalYAML, err = yaml.Marshal(&globalDocument{Global: gc}); err != nil {
+		return nil, fmt.Errorf("marshal global section: %w", err)
+	}
+	if _, err := config.Load(string(g.globalYAML), discardLogger); err != nil {
+		return nil, fmt.Errorf("global section refused by Prometheus: %w", err)
+	}
+	return g, nil
+}
+
+// externalLabels returns spec.externalLabels plus the two labels that identify the Prometheus
+// and its replica; those two win over user labels of the same name. An explicit empty name
+// leaves a label out.
+func externalLabels(p *monitoringv1.Prometheus) map[string]string {
+	out := make(map[string]string, len(p.Spec.ExternalLabels)+2)
+	for k, v := range p.Spec.ExternalLabels {
+		out[k] = v
+	}
+	promLabel := defaultPrometheusLabelName
+	if n := p.Spec.PrometheusExternalLabelName; n != nil {
+		promLabel = *n
+	}
+	if promLabel != "" {
+		out[promLabel] = p.Namespace + "/" + p.Name
+	}
+	replicaLabel := defaultReplicaLabelName
+	if n := p.Spec.ReplicaExternalLabelName; n != nil {
+		replicaLabel = *n
+	}
+	if replicaLabel != "" {
+		out[replicaLabel] = podNamePlaceholder
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func parseDuration(s string) (model.Duration, error) {
+	d, err := model.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q: %w", s, err)
+	}
+	return d, nil
+}
+
+func validScrapeProtocol(sp monitoringv1.ScrapeProtocol) bool {
+	switch sp {
+	case monitoringv1.PrometheusProto, monitoringv1.PrometheusText0_0_4, monitoringv1.PrometheusText1_0_0,
+		monitoringv1.OpenMetricsText0_0_1, monitoringv1.OpenMetricsText1_0_0:
+		return true
+	}
+	return false
+}
+
+const (
+	roleEndpoints     = "endpoints"
+	roleEndpointSlice = "endpointslice"
+)
+
+func sdRole(r monitoringv1.ServiceDiscoveryRole) (string, error) {
+	switch r {
+	case monitoringv1.EndpointsRole:
+		return roleEndpoints, nil
+	case monitoringv1.EndpointSliceRole:
+		return roleEndpointSlice, nil
+	}
+	return "", fmt.Errorf("unknown role %q (want %q or %q)", r, monitoringv1.EndpointsRole, monitoringv1.EndpointSliceRole)
+}

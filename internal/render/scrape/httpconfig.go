@@ -1,0 +1,273 @@
+package scrape
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// secretValue reads one key of a Secret in namespace ns. Credentials are inlined into the
+// config, which is itself stored in a Secret.
+func (g *generator) secretValue(ns, field string, sel *corev1.SecretKeySelector) (string, *rejection) {
+	if sel.Name == "" {
+		return "", reject(ReasonInvalidConfig, "%s: the Secret name is empty", field)
+	}
+	if sel.Key == "" {
+		return "", reject(ReasonInvalidConfig, "%s: the Secret key is empty", field)
+	}
+	optional := sel.Optional != nil && *sel.Optional
+	s := g.secrets[ns+"/"+sel.Name]
+	if s == nil {
+		if optional {
+			return "", nil
+		}
+		return "", reject(ReasonSecretNotFound, "%s: Secret %s/%s not found", field, ns, sel.Name)
+	}
+	if v, ok := s.Data[sel.Key]; ok {
+		return string(v), nil
+	}
+	// Objects read from files (the CLI) may carry stringData, which the API server would have merged.
+	if v, ok := s.StringData[sel.Key]; ok {
+		return v, nil
+	}
+	if optional {
+		return "", nil
+	}
+	return "", reject(ReasonSecretKeyNotFound, "%s: key %q not found in Secret %s/%s", field, sel.Key, ns, sel.Name)
+}
+
+func isZeroSelector(sel corev1.SecretKeySelector) bool {
+	return sel.Name == "" && sel.Key == ""
+}
+
+// endpointHTTP fills the HTTP client part of a job: scheme, redirects, proxy, TLS and
+// credentials.
+func (g *generator) endpointHTTP(job *scrapeJob, sm *monitoringv1.ServiceMonitor, field string, ep *monitoringv1.Endpoint, class *monitoringv1.ScrapeClass) *rejection {
+	ns := sm.Namespace
+	// The API types know which combinations make no sense (two kinds of auth, a client cert
+	// without a key, noProxy without proxyUrl...).
+	if err := ep.HTTPConfigWithProxyAndTLSFiles.Validate(); err != nil {
+		return reject(ReasonInvalidConfig, "%s: %v", field, err)
+	}
+	hc := &ep.HTTPConfigWithProxyAndTLSFiles
+	if ep.BearerTokenFile != "" && (hc.Authorization != nil || hc.BasicAuth != nil || hc.OAuth2 != nil || hc.BearerTokenSecret != nil) {
+		return reject(ReasonInvalidConfig, "%s.bearerTokenFile: cannot be set together with authorization, basicAuth, oauth2 or bearerTokenSecret", field)
+	}
+	if g.prom.Spec.ArbitraryFSAccessThroughSMs.Deny {
+		if ep.BearerTokenFile != "" {
+			return reject(ReasonFileAccessDenied, "%s.bearerTokenFile: reading files from the Prometheus container is denied by the Prometheus's arbitraryFSAccessThroughSMs.deny", field)
+		}
+		if t := hc.TLSConfig; t != nil && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "") {
+			return reject(ReasonFileAccessDenied, "%s.tlsConfig: caFile, certFile and keyFile are denied by the Prometheus's arbitraryFSAccessThroughSMs.deny", field)
+		}
+	}
+
+	if ep.Scheme != nil && *ep.Scheme != "" {
+		scheme := strings.ToLower(string(*ep.Scheme))
+		if scheme != "http" && scheme != "https" {
+			return reject(ReasonInvalidConfig, "%s.scheme: %q is neither HTTP nor HTTPS", field, string(*ep.Scheme))
+		}
+		job.Scheme = scheme
+	}
+	job.FollowRedirects = hc.FollowRedirects
+	job.EnableHTTP2 = hc.EnableHTTP2
+
+	var rej *rejection
+	if job.Proxy, rej = g.proxy(ns, field, &hc.ProxyConfig); rej != nil {
+		return rej
+	}
+	if hc.OAuth2 != nil {
+		if job.OAuth2, rej = g.oauth2(ns, field+".oauth2", hc.OAuth2); rej != nil {
+			return rej
+		}
+	}
+	var classTLS *monitoringv1.TLSConfig
+	if class != nil {
+		classTLS = class.TLSConfig
+	}
+	if job.TLSConfig, rej = endpointTLS(field+".tlsConfig", hc.TLSConfig, classTLS); rej != nil {
+		return rej
+	}
+
+	if hc.BearerTokenSecret != nil {
+		if job.BearerToken, rej = g.secretValue(ns, field+".bearerTokenSecret", hc.BearerTokenSecret); rej != nil {
+			return rej
+		}
+	}
+	job.BearerTokenFile = ep.BearerTokenFile
+
+	if ba := hc.BasicAuth; ba != nil {
+		job.BasicAuth = &basicAuth{}
+		if !isZeroSelector(ba.Username) {
+			if job.BasicAuth.Username, rej = g.secretValue(ns, field+".basicAuth.username", &ba.Username); rej != nil {
+				return rej
+			}
+		}
+		if !isZeroSelector(ba.Password) {
+			if job.BasicAuth.Password, rej = g.secretValue(ns, field+".basicAuth.password", &ba.Password); rej != nil {
+				return rej
+			}
+		}
+	}
+
+	switch {
+	case hc.Authorization != nil:
+		if job.Authorization, rej = g.authorization(ns, field+".authorization", hc.Authorization); rej != nil {
+			return rej
+		}
+	case class != nil && class.Authorization != nil && hc.BasicAuth == nil && hc.OAuth2 == nil &&
+		hc.BearerTokenSecret == nil && ep.BearerTokenFile == "":
+		// The scrape class's credentials apply only when the endpoint brings none of its own;
+		// they live in the Prometheus's namespace.
+		ca := class.Authorization
+		if err := ca.Validate(); err != nil {
+			return reject(ReasonInvalidConfig, "scrapeClass %q authorization: %v", class.Name, err)
+		}
+		if ca.CredentialsFile != "" {
+			job.Authorization = &authorization{Type: authType(ca.Type), CredentialsFile: ca.CredentialsFile}
+		} else if job.Authorization, rej = g.authorization(g.prom.Namespace, fmt.Sprintf("scrapeClass %q authorization", class.Name), &ca.SafeAuthorization); rej != nil {
+			return rej
+		}
+	}
+	return nil
+}
+
+func authType(t string) string {
+	if t = strings.TrimSpace(t); t == "" {
+		return "Bearer"
+	}
+	return t
+}
+
+func (g *generator) authorization(ns, field string, a *monitoringv1.SafeAuthorization) (*authorization, *rejection) {
+	if err := a.Validate(); err != nil {
+		return nil, reject(ReasonInvalidConfig, "%s: %v", field, err)
+	}
+	creds, rej := g.secretValue(ns, field+".credentials", a.Credentials)
+	if rej != nil {
+		return nil, rej
+	}
+	return &authorization{Type: authType(a.Type), Credentials: creds}, nil
+}
+
+func (g *generator) proxy(ns, field string, pc *monitoringv1.ProxyConfig) (proxyConfig, *rejection) {
+	var out proxyConfig
+	if pc.ProxyURL != nil {
+		out.ProxyURL = *pc.ProxyURL
+	}
+	if pc.NoProxy != nil {
+		out.NoProxy = *pc.NoProxy
+	}
+	if pc.ProxyFromEnvironment != nil {
+		out.ProxyFromEnvironment = *pc.ProxyFromEnvironment
+	}
+	if len(pc.ProxyConnectHeader) > 0 {
+		out.ProxyConnectHeader = make(map[string][]string, len(pc.ProxyConnectHeader))
+		headers := make([]string, 0, len(pc.ProxyConnectHeader))
+		for h := range pc.ProxyConnectHeader {
+			headers = append(headers, h)
+		}
+		sort.Strings(headers)
+		for _, h := range headers {
+			sels := pc.ProxyConnectHeader[h]
+			values := make([]string, 0, len(sels))
+			for i := range sels {
+				v, rej := g.secretValue(ns, fmt.Sprintf("%s.proxyConnectHeader[%s][%d]", field, h, i), &sels[i])
+				if rej != nil {
+					return proxyConfig{}, rej
+				}
+				values = append(values, v)
+			}
+			out.ProxyConnectHeader[h] = values
+		}
+	}
+	return out, nil
+}
+
+func (g *generator) oauth2(ns, field string, o *monitoringv1.OAuth2) (*oauth2Config, *rejection) {
+	if err := o.Validate(); err != nil {
+		return nil, reject(ReasonInvalidConfig, "%s: %v", field, err)
+	}
+	out := &oauth2Config{
+		TokenURL:       string(o.TokenURL),
+		Scopes:         o.Scopes,
+		EndpointParams: o.EndpointParams,
+	}
+	var rej *rejection
+	switch {
+	case o.ClientID.ConfigMap != nil:
+		return nil, reject(ReasonUnsupported, "%s.clientId.configMap: reading the client ID from a ConfigMap is not supported yet; use a Secret", field)
+	case o.ClientID.Secret != nil:
+		if out.ClientID, rej = g.secretValue(ns, field+".clientId.secret", o.ClientID.Secret); rej != nil {
+			return nil, rej
+		}
+	}
+	if out.ClientSecret, rej = g.secretValue(ns, field+".clientSecret", &o.ClientSecret); rej != nil {
+		return nil, rej
+	}
+	if o.TLSConfig != nil {
+		if out.TLSConfig, rej = safeTLS(field+".tlsConfig", o.TLSConfig); rej != nil {
+			return nil, rej
+		}
+	}
+	if out.Proxy, rej = g.proxy(ns, field, &o.ProxyConfig); rej != nil {
+		return nil, rej
+	}
+	return out, nil
+}
+
+// safeTLS renders the plain-value fields of a TLS config. Certificates and keys held in Secrets
+// or ConfigMaps need to be mounted into the Prometheus pod first, which is not done yet, so
+// such a config is refused rather than silently written without them.
+func safeTLS(field string, t *monitoringv1.SafeTLSConfig) (*tlsConfig, *rejection) {
+	unsupported := func(sub string) *rejection {
+		return reject(ReasonUnsupported, "%s.%s: TLS material from a Secret or ConfigMap is not supported yet; mount it into the Prometheus pod and use caFile, certFile and keyFile", field, sub)
+	}
+	switch {
+	case t.CA.Secret != nil || t.CA.ConfigMap != nil:
+		return nil, unsupported("ca")
+	case t.Cert.Secret != nil || t.Cert.ConfigMap != nil:
+		return nil, unsupported("cert")
+	case t.KeySecret != nil:
+		return nil, unsupported("keySecret")
+	}
+	out := &tlsConfig{InsecureSkipVerify: t.InsecureSkipVerify}
+	if t.ServerName != nil {
+		out.ServerName = *t.ServerName
+	}
+	if t.MinVersion != nil {
+		out.MinVersion = string(*t.MinVersion)
+	}
+	if t.MaxVersion != nil {
+		out.MaxVersion = string(*t.MaxVersion)
+	}
+	return out, nil
+}
+
+// endpointTLS merges the endpoint's TLS config with its scrape class's file paths; the
+// endpoint's own CA and client certificate win.
+func endpointTLS(field string, ep, class *monitoringv1.TLSConfig) (*tlsConfig, *rejection) {
+	out := &tlsConfig{}
+	if ep != nil {
+		var rej *rejection
+		if out, rej = safeTLS(field, &ep.SafeTLSConfig); rej != nil {
+			return nil, rej
+		}
+		out.CAFile, out.CertFile, out.KeyFile = ep.CAFile, ep.CertFile, ep.KeyFile
+	}
+	if class != nil {
+		if out.CAFile == "" {
+			out.CAFile = class.CAFile
+		}
+		if out.CertFile == "" && out.KeyFile == "" {
+			out.CertFile, out.KeyFile = class.CertFile, class.KeyFile
+		}
+	}
+	if *out == (tlsConfig{}) {
+		return nil, nil
+	}
+	return out, nil
+}

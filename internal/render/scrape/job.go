@@ -1,0 +1,120 @@
+package scrape
+
+// The types below mirror the parts of Prometheus's scrape_config this package writes. Field
+// order is the order written, which COMPAT.md fixes; Prometheus's own config types are not
+// used for output because their marshalers redact secrets and reorder fields.
+
+// scrapeJob is one entry of scrape_configs.
+type scrapeJob struct {
+	JobName                  string               `yaml:"job_name"`
+	HonorLabels              bool                 `yaml:"honor_labels"`
+	HonorTimestamps          *bool                `yaml:"honor_timestamps,omitempty"`
+	TrackTimestampsStaleness *bool                `yaml:"track_timestamps_staleness,omitempty"`
+	KubernetesSDConfigs      []kubernetesSDConfig `yaml:"kubernetes_sd_configs"`
+	ScrapeInterval           string               `yaml:"scrape_interval,omitempty"`
+	ScrapeTimeout            string               `yaml:"scrape_timeout,omitempty"`
+	MetricsPath              string               `yaml:"metrics_path,omitempty"`
+	Params                   map[string][]string  `yaml:"params,omitempty"`
+	Scheme                   string               `yaml:"scheme,omitempty"`
+	FollowRedirects          *bool                `yaml:"follow_redirects,omitempty"`
+	EnableHTTP2              *bool                `yaml:"enable_http2,omitempty"`
+	Proxy                    proxyConfig          `yaml:",inline"`
+	OAuth2                   *oauth2Config        `yaml:"oauth2,omitempty"`
+	TLSConfig                *tlsConfig           `yaml:"tls_config,omitempty"`
+	BearerToken              string               `yaml:"bearer_token,omitempty"`
+	BearerTokenFile          string               `yaml:"bearer_token_file,omitempty"`
+	BasicAuth                *basicAuth           `yaml:"basic_auth,omitempty"`
+	Authorization            *authorization       `yaml:"authorization,omitempty"`
+	RelabelConfigs           []*relabelRule       `yaml:"relabel_configs,omitempty"`
+
+	SampleLimit           uint64 `yaml:"sample_limit,omitempty"`
+	TargetLimit           uint64 `yaml:"target_limit,omitempty"`
+	LabelLimit            uint64 `yaml:"label_limit,omitempty"`
+	LabelNameLengthLimit  uint64 `yaml:"label_name_length_limit,omitempty"`
+	LabelValueLengthLimit uint64 `yaml:"label_value_length_limit,omitempty"`
+	KeepDroppedTargets    uint64 `yaml:"keep_dropped_targets,omitempty"`
+
+	ScrapeNativeHistograms         *bool   `yaml:"scrape_native_histograms,omitempty"`
+	AlwaysScrapeClassicHistograms  *bool   `yaml:"always_scrape_classic_histograms,omitempty"`
+	NativeHistogramBucketLimit     uint64  `yaml:"native_histogram_bucket_limit,omitempty"`
+	NativeHistogramMinBucketFactor float64 `yaml:"native_histogram_min_bucket_factor,omitempty"`
+	ConvertClassicHistogramsToNHCB *bool   `yaml:"convert_classic_histograms_to_nhcb,omitempty"`
+
+	ScrapeProtocols        []string `yaml:"scrape_protocols,omitempty"`
+	FallbackScrapeProtocol string   `yaml:"fallback_scrape_protocol,omitempty"`
+	BodySizeLimit          string   `yaml:"body_size_limit,omitempty"`
+
+	MetricRelabelConfigs []*relabelRule `yaml:"metric_relabel_configs,omitempty"`
+}
+
+type kubernetesSDConfig struct {
+	Role           string              `yaml:"role"`
+	Namespaces     *sdNamespaces       `yaml:"namespaces,omitempty"`
+	Selectors      []sdSelector        `yaml:"selectors,omitempty"`
+	AttachMetadata *sdAttachedMetadata `yaml:"attach_metadata,omitempty"`
+}
+
+type sdNamespaces struct {
+	Names []string `yaml:"names"`
+}
+
+type sdSelector struct {
+	Role  string `yaml:"role"`
+	Label string `yaml:"label,omitempty"`
+}
+
+type sdAttachedMetadata struct {
+	Node bool `yaml:"node"`
+}
+
+type proxyConfig struct {
+	ProxyURL             string              `yaml:"proxy_url,omitempty"`
+	NoProxy              string              `yaml:"no_proxy,omitempty"`
+	ProxyFromEnvironment bool                `yaml:"proxy_from_environment,omitempty"`
+	ProxyConnectHeader   map[string][]string `yaml:"proxy_connect_header,omitempty"`
+}
+
+type tlsConfig struct {
+	CAFile             string `yaml:"ca_file,omitempty"`
+	CertFile           string `yaml:"cert_file,omitempty"`
+	KeyFile            string `yaml:"key_file,omitempty"`
+	ServerName         string `yaml:"server_name,omitempty"`
+	InsecureSkipVerify *bool  `yaml:"insecure_skip_verify,omitempty"`
+	MinVersion         string `yaml:"min_version,omitempty"`
+	MaxVersion         string `yaml:"max_version,omitempty"`
+}
+
+type basicAuth struct {
+	Username string `yaml:"username,omitempty"`
+	Password string `yaml:"password,omitempty"`
+}
+
+type authorization struct {
+	Type            string `yaml:"type"`
+	Credentials     string `yaml:"credentials,omitempty"`
+	CredentialsFile string `yaml:"credentials_file,omitempty"`
+}
+
+type oauth2Config struct {
+	ClientID       string            `yaml:"client_id"`
+	ClientSecret   string            `yaml:"client_secret,omitempty"`
+	TokenURL       string            `yaml:"token_url"`
+	Scopes         []string          `yaml:"scopes,omitempty"`
+	EndpointParams map[string]string `yaml:"endpoint_params,omitempty"`
+	TLSConfig      *tlsConfig        `yaml:"tls_config,omitempty"`
+	Proxy          proxyConfig       `yaml:",inline"`
+}
+
+// relabelRule is one relabel_config. Pointers tell "unset" (Prometheus's default applies)
+// from an explicit empty string.
+type relabelRule struct {
+	SourceLabels []string `yaml:"source_labels,omitempty"`
+	Separator    *string  `yaml:"separator,omitempty"`
+	TargetLabel  string   `yaml:"target_label,omitempty"`
+	Regex        *string  `yaml:"regex,omitempty"`
+	Modulus      uint64   `yaml:"modulus,omitempty"`
+	Replacement  *string  `yaml:"replacement,omitempty"`
+	Action       string   `yaml:"action,omitempty"`
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,166 @@
+package scrape
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/relabel"
+)
+
+// relabelActions are the actions Prometheus accepts, spelled as it writes them. The CRD also
+// allows CamelCase spellings; they are lowercased before the lookup.
+var relabelActions = []relabel.Action{
+	relabel.Replace, relabel.Keep, relabel.Drop, relabel.KeepEqual, relabel.DropEqual,
+	relabel.HashMod, relabel.LabelMap, relabel.LabelDrop, relabel.LabelKeep,
+	relabel.Lowercase, relabel.Uppercase,
+}
+
+func knownAction(a string) bool {
+	for _, known := range relabelActions {
+		if a == string(known) {
+			return true
+		}
+	}
+	return false
+}
+
+func actionList() string {
+	names := make([]string, len(relabelActions))
+	for i, a := range relabelActions {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
+}
+
+// userRelabelings converts relabel configs written in a CR, validating each the way
+// Prometheus will, so that the message can name the exact rule and field.
+func (g *generator) userRelabelings(field string, in []monitoringv1.RelabelConfig) ([]*relabelRule, *rejection) {
+	out := make([]*relabelRule, 0, len(in))
+	for i := range in {
+		r, rej := g.userRelabeling(fmt.Sprintf("%s[%d]", field, i), &in[i])
+		if rej != nil {
+			return nil, rej
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (g *generator) userRelabeling(field string, rc *monitoringv1.RelabelConfig) (*relabelRule, *rejection) {
+	action := strings.ToLower(rc.Action)
+	if action == "" {
+		action = string(relabel.Replace)
+	}
+	if !knownAction(action) {
+		return nil, reject(ReasonUnknownRelabelAction, "%s.action: unknown relabel action %q (valid: %s)", field, rc.Action, actionList())
+	}
+
+	// cfg is what Prometheus will hold after loading the rule written below.
+	cfg := relabel.DefaultRelabelConfig
+	cfg.Action = relabel.Action(action)
+	r := &relabelRule{Action: action, TargetLabel: rc.TargetLabel}
+	cfg.TargetLabel = rc.TargetLabel
+
+	if len(rc.SourceLabels) > 0 {
+		r.SourceLabels = make([]string, len(rc.SourceLabels))
+		cfg.SourceLabels = make(model.LabelNames, len(rc.SourceLabels))
+		for j, l := range rc.SourceLabels {
+			// Source labels are parsed with the process-wide scheme, which Prometheus pins to UTF-8.
+			if !model.UTF8Validation.IsValidLabelName(string(l)) {
+				return nil, reject(ReasonInvalidRelabelConfig, "%s.sourceLabels[%d]: %q is not a valid label name", field, j, string(l))
+			}
+			r.SourceLabels[j] = string(l)
+			cfg.SourceLabels[j] = model.LabelName(l)
+		}
+	}
+	if rc.Separator != nil {
+		r.Separator = ptr(*rc.Separator)
+		cfg.Separator = *rc.Separator
+	}
+	if rc.Regex != "" {
+		re, err := relabel.NewRegexp(rc.Regex)
+		if err != nil {
+			return nil, reject(ReasonInvalidRegex, "%s.regex: %s", field, regexError(rc.Regex, err))
+		}
+		r.Regex = ptr(rc.Regex)
+		cfg.Regex = re
+	}
+	if rc.Modulus < 0 {
+		return nil, reject(ReasonInvalidRelabelConfig, "%s.modulus: must not be negative, got %d", field, rc.Modulus)
+	}
+	r.Modulus = uint64(rc.Modulus)
+	cfg.Modulus = uint64(rc.Modulus)
+	if rc.Replacement != nil {
+		r.Replacement = ptr(*rc.Replacement)
+		cfg.Replacement = *rc.Replacement
+	}
+	if err := cfg.Validate(g.nameScheme); err != nil {
+		return nil, reject(ReasonInvalidRelabelConfig, "%s: %v", field, err)
+	}
+	return r, nil
+}
+
+// regexError describes a regex Prometheus cannot compile. Prometheus compiles the expression
+// wrapped in an anchored group; the error for the expression as written is the one the user
+// can act on.
+func regexError(expr string, err error) string {
+	if _, rawErr := regexp.Compile(expr); rawErr != nil {
+		err = rawErr
+	}
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return fmt.Sprintf("error parsing regexp: %s: %q", se.Code, se.Expr)
+	}
+	return err.Error()
+}
+
+// Constructors for the rules the generator writes itself.
+
+func copyRule(source, target string) *relabelRule {
+	return &relabelRule{SourceLabels: []string{source}, TargetLabel: target}
+}
+
+func setRule(target, value string) *relabelRule {
+	return &relabelRule{TargetLabel: target, Replacement: ptr(value)}
+}
+
+func keepRule(regex string, sources ...string) *relabelRule {
+	return &relabelRule{SourceLabels: sources, Regex: ptr(regex), Action: string(relabel.Keep)}
+}
+
+func dropRule(regex string, sources ...string) *relabelRule {
+	return &relabelRule{SourceLabels: sources, Regex: ptr(regex), Action: string(relabel.Drop)}
+}
+
+// copyNonEmptyRule copies source to target only when source has a value, so that an absent
+// label does not overwrite what an earlier rule wrote.
+func copyNonEmptyRule(source, target string) *relabelRule {
+	return &relabelRule{SourceLabels: []string{source}, TargetLabel: target, Regex: ptr("(.+)"), Replacement: ptr("${1}")}
+}
+
+// shardingRules keep only the targets whose address hashes to this shard. A target keeps a
+// __tmp_hash set by an earlier rule, and one with __tmp_disable_sharding set is scraped by
+// every shard.
+func shardingRules(shards uint64) []*relabelRule {
+	return []*relabelRule{
+		{
+			SourceLabels: []string{"__address__", "__tmp_hash"},
+			TargetLabel:  "__tmp_hash",
+			Regex:        ptr("(.+);"),
+			Replacement:  ptr("${1}"),
+			Action:       string(relabel.Replace),
+		},
+		{
+			SourceLabels: []string{"__tmp_hash"},
+			TargetLabel:  "__tmp_hash",
+			Modulus:      shards,
+			Action:       string(relabel.HashMod),
+		},
+		keepRule(shardPlaceholder+";|.+;.+", "__tmp_hash", "__tmp_disable_sharding"),
+	}
+}

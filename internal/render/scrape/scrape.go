@@ -1,0 +1,291 @@
+// Package scrape renders the prometheus.yaml of one Prometheus from the monitors it selects.
+//
+// It is pure: the same Input always gives the same bytes, and nothing here talks to a cluster.
+// A monitor that cannot be rendered, or whose jobs Prometheus's own config loader refuses, is
+// left out alone and reported through its Verdict; the rest of the config still ships.
+package scrape
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/prometheus/config"
+	"go.yaml.in/yaml/v2"
+	corev1 "k8s.io/api/core/v1"
+
+	// Registers kubernetes_sd_configs with the config loader; without it every job is refused.
+	_ "github.com/prometheus/prometheus/discovery/kubernetes"
+)
+
+// Input is what the generator needs for one Prometheus.
+type Input struct {
+	Prometheus      *monitoringv1.Prometheus
+	ServiceMonitors []*monitoringv1.ServiceMonitor // already selected by the caller; any order
+	// Secrets referenced by monitors, keyed "namespace/name". A missing key means the Secret does not exist.
+	Secrets map[string]*corev1.Secret
+}
+
+// Verdict says whether one input object made it into the config.
+type Verdict struct {
+	Kind       string // "ServiceMonitor"
+	Namespace  string
+	Name       string
+	Generation int64
+	Accepted   bool
+	Reason     string // CamelCase machine reason when rejected, see the Reason* constants
+	Message    string // human sentence naming the endpoint index and the field
+}
+
+// Result is the rendered prometheus.yaml plus what the caller needs to report and to grant.
+type Result struct {
+	Config   []byte    // the whole prometheus.yaml, deterministic: same input → same bytes
+	Verdicts []Verdict // exactly one per input ServiceMonitor, sorted by namespace/name
+	// Namespaces Prometheus must run Kubernetes discovery in (sorted, unique), for RBAC.
+	// AllNamespaces is true when some accepted monitor uses namespaceSelector.any.
+	Namespaces    []string
+	AllNamespaces bool
+}
+
+// Reasons a monitor is rejected with.
+const (
+	ReasonInvalidRegex          = "InvalidRegex"
+	ReasonUnknownRelabelAction  = "UnknownRelabelAction"
+	ReasonInvalidRelabelConfig  = "InvalidRelabelConfig"
+	ReasonSecretNotFound        = "SecretNotFound"
+	ReasonSecretKeyNotFound     = "SecretKeyNotFound"
+	ReasonInvalidPort           = "InvalidPort"
+	ReasonInvalidDuration       = "InvalidDuration"
+	ReasonInvalidSelector       = "InvalidSelector"
+	ReasonScrapeClassNotFound   = "ScrapeClassNotFound"
+	ReasonFileAccessDenied      = "FileAccessDenied"
+	ReasonUnsupported           = "Unsupported"
+	ReasonDuplicate             = "Duplicate"
+	ReasonInvalidConfig         = "InvalidConfig"
+	serviceMonitorKind          = monitoringv1.ServiceMonitorsKind
+	serviceMonitorJobNamePrefix = "serviceMonitor"
+)
+
+// rejection is why one monitor is left out of the config.
+type rejection struct {
+	reason  string
+	message string
+}
+
+func (r *rejection) Error() string { return r.reason + ": " + r.message }
+
+func reject(reason, format string, args ...any) *rejection {
+	return &rejection{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// Generate renders prometheus.yaml. It returns an error only when the whole config cannot be
+// produced (e.g. the Prometheus spec itself is invalid: bad scrapeInterval, bad externalLabels);
+// a bad monitor is rejected on its own through its Verdict and the rest still ship.
+func Generate(in Input) (*Result, error) {
+	if in.Prometheus == nil {
+		return nil, errors.New("render scrape config: no Prometheus given")
+	}
+	key := in.Prometheus.Namespace + "/" + in.Prometheus.Name
+	res, err := generate(in)
+	if err != nil {
+		return nil, fmt.Errorf("render scrape config for Prometheus %s: %w", key, err)
+	}
+	return res, nil
+}
+
+// candidate is a monitor whose jobs were built and now wait for the loader's word.
+type candidate struct {
+	verdict   int // index into Result.Verdicts
+	jobs      []*scrapeJob
+	fragment  []byte // the jobs as YAML sequence items, ready to be appended under scrape_configs
+	discovery discovery
+	rejected  bool
+}
+
+func generate(in Input) (*Result, error) {
+	g, err := newGenerator(in)
+	if err != nil {
+		return nil, err
+	}
+
+	monitors := sortedServiceMonitors(in.ServiceMonitors)
+	res := &Result{Verdicts: make([]Verdict, 0, len(monitors))}
+	candidates := make([]*candidate, 0, len(monitors))
+	seen := make(map[string]struct{}, len(monitors))
+
+	for _, sm := range monitors {
+		res.Verdicts = append(res.Verdicts, Verdict{
+			Kind:       serviceMonitorKind,
+			Namespace:  sm.Namespace,
+			Name:       sm.Name,
+			Generation: sm.Generation,
+		})
+		v := &res.Verdicts[len(res.Verdicts)-1]
+		smKey := sm.Namespace + "/" + sm.Name
+		if _, dup := seen[smKey]; dup {
+			v.Reason = ReasonDuplicate
+			v.Message = fmt.Sprintf("ServiceMonitor %s was given more than once; only the first is used", smKey)
+			continue
+		}
+		seen[smKey] = struct{}{}
+
+		jobs, disc, rej := g.serviceMonitorJobs(sm)
+		if rej != nil {
+			v.Reason, v.Message = rej.reason, rej.message
+			continue
+		}
+		fragment, err := marshalJobs(jobs)
+		if err != nil {
+			return nil, fmt.Errorf("marshal jobs of ServiceMonitor %s: %w", smKey, err)
+		}
+		candidates = append(candidates, &candidate{verdict: len(res.Verdicts) - 1, jobs: jobs, fragment: fragment, discovery: disc})
+	}
+
+	// Every monitor's jobs must pass Prometheus's loader on their own. A job's validity depends
+	// only on itself and the global section, so when the whole config loads, each monitor's part
+	// does too: load the whole once, and fall back to one load per monitor only when it fails.
+	out := g.assemble(candidates)
+	if _, err := config.Load(string(out), discardLogger); err != nil {
+		for _, c := range candidates {
+			if rej := g.loadJobs(c); rej != nil {
+				c.rejected = true
+				v := &res.Verdicts[c.verdict]
+				v.Reason, v.Message = rej.reason, rej.message
+			}
+		}
+		out = g.assemble(candidates)
+		// Each remaining monitor loaded on its own, so this is a bug here, not bad input.
+		if _, err := config.Load(string(out), discardLogger); err != nil {
+			return nil, fmt.Errorf("generated prometheus.yaml does not load (bug): %w", err)
+		}
+	}
+
+	namespaces := map[string]struct{}{}
+	for _, c := range candidates {
+		if c.rejected {
+			continue
+		}
+		res.Verdicts[c.verdict].Accepted = true
+		if c.discovery.all {
+			res.AllNamespaces = true
+		}
+		for _, ns := range c.discovery.namespaces {
+			namespaces[ns] = struct{}{}
+		}
+	}
+	res.Namespaces = sortedKeys(namespaces)
+	res.Config = out
+	return res, nil
+}
+
+var discardLogger = slog.New(slog.DiscardHandler)
+
+const scrapeConfigsKey = "scrape_configs:\n"
+
+// marshalJobs renders jobs as the items of a top-level YAML sequence. Marshalling each
+// monitor once and concatenating the pieces gives the same bytes as marshalling the whole
+// list, at half the cost of doing both.
+func marshalJobs(jobs []*scrapeJob) ([]byte, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	out, err := yaml.Marshal(&document{ScrapeConfigs: jobs})
+	if err != nil {
+		return nil, err
+	}
+	// document marshals as "global: null" followed by "scrape_configs:" and the items.
+	i := bytes.Index(out, []byte(scrapeConfigsKey))
+	if i < 0 {
+		return nil, fmt.Errorf("unexpected YAML layout for scrape_configs: %q", out)
+	}
+	return out[i+len(scrapeConfigsKey):], nil
+}
+
+// assemble writes the whole prometheus.yaml from the global section and the jobs of the
+// candidates not rejected.
+func (g *generator) assemble(candidates []*candidate) []byte {
+	size := len(g.globalYAML) + len(scrapeConfigsKey)
+	for _, c := range candidates {
+		size += len(c.fragment)
+	}
+	out := make([]byte, 0, size)
+	out = append(out, g.globalYAML...)
+	start := len(out)
+	out = append(out, scrapeConfigsKey...)
+	for _, c := range candidates {
+		if !c.rejected {
+			out = append(out, c.fragment...)
+		}
+	}
+	if len(out) == start+len(scrapeConfigsKey) {
+		out = append(out[:start], "scrape_configs: []\n"...)
+	}
+	return out
+}
+
+// loadJobs loads one monitor's jobs under the same global section. When it fails, the
+// message names the endpoint whose job fails alone.
+func (g *generator) loadJobs(c *candidate) *rejection {
+	err := g.load(c.fragment)
+	if err == nil {
+		return nil
+	}
+	if len(c.jobs) == 1 {
+		return reject(ReasonInvalidConfig, "endpoints[0]: Prometheus refuses the generated job: %v", err)
+	}
+	for i := range c.jobs {
+		fragment, merr := marshalJobs(c.jobs[i : i+1])
+		if merr != nil {
+			continue
+		}
+		if jerr := g.load(fragment); jerr != nil {
+			return reject(ReasonInvalidConfig, "endpoints[%d]: Prometheus refuses the generated job: %v", i, jerr)
+		}
+	}
+	return reject(ReasonInvalidConfig, "Prometheus refuses the generated jobs: %v", err)
+}
+
+func (g *generator) load(fragment []byte) error {
+	doc := make([]byte, 0, len(g.globalYAML)+len(scrapeConfigsKey)+len(fragment))
+	doc = append(doc, g.globalYAML...)
+	doc = append(doc, scrapeConfigsKey...)
+	doc = append(doc, fragment...)
+	_, err := config.Load(string(doc), discardLogger)
+	return err
+}
+
+// sortedServiceMonitors drops nil entries and orders by "namespace/name", the order the
+// existing operator writes jobs in. Ties (the same object given twice) are broken by UID and
+// resourceVersion so that the one kept does not depend on the input order.
+func sortedServiceMonitors(in []*monitoringv1.ServiceMonitor) []*monitoringv1.ServiceMonitor {
+	out := make([]*monitoringv1.ServiceMonitor, 0, len(in))
+	for _, sm := range in {
+		if sm != nil {
+			out = append(out, sm)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		ka, kb := a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name
+		if ka != kb {
+			return ka < kb
+		}
+		if a.UID != b.UID {
+			return a.UID < b.UID
+		}
+		return a.ResourceVersion < b.ResourceVersion
+	})
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

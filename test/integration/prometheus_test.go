@@ -1,0 +1,326 @@
+package integration
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestPrometheusAndServiceMonitorBecomeAStatefulSetAndAConfig(t *testing.T) {
+	ns := newNamespace(t)
+	mustCreate(t, newServiceMonitor(ns, "app"))
+	p := newPrometheus(ns, "main", func(p *monitoringv1.Prometheus) { p.Spec.Replicas = ptr.To[int32](2) })
+	mustCreate(t, p)
+
+	eventually(t, "the config Secret holds the ServiceMonitor's job", func() (bool, error) {
+		cfg, err := configOf(ns, "main")
+		return err == nil && slices.Contains(jobsIn(cfg), "serviceMonitor/"+ns+"/app/0"), err
+	})
+	var sts appsv1.StatefulSet
+	eventually(t, "the StatefulSet exists", func() (bool, error) {
+		return k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main"}, &sts) == nil, nil
+	})
+	if *sts.Spec.Replicas != 2 {
+		t.Errorf("StatefulSet replicas = %d, want 2", *sts.Spec.Replicas)
+	}
+	if got := sts.Spec.VolumeClaimTemplates; len(got) != 0 {
+		// no storage spec: emptyDir named like the PVC template
+		t.Errorf("unexpected volumeClaimTemplates %v", got)
+	}
+	if !isControlledBy(&sts, p) {
+		t.Errorf("StatefulSet is not controlled by the Prometheus: %v", sts.OwnerReferences)
+	}
+	for _, name := range []string{"prometheus-main", "prometheus-operated"} {
+		var svc corev1.Service
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: name}, &svc); err != nil {
+			t.Errorf("Service %s: %v", name, err)
+		}
+	}
+	var secret corev1.Secret
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main-web-config"}, &secret); err != nil {
+		t.Errorf("web-config Secret: %v", err)
+	}
+	var sa corev1.ServiceAccount
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main"}, &sa); err != nil {
+		t.Errorf("ServiceAccount: %v", err)
+	}
+
+	// Status: Reconciled=True with the generation; replicas from the
+	// StatefulSet (kube-controller-manager creates pods; no kubelet runs
+	// them, so none is available).
+	eventually(t, "the Prometheus reports Reconciled=True", func() (bool, error) {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
+			return false, err
+		}
+		c := condition(p, monitoringv1.Reconciled)
+		return c != nil && c.Status == monitoringv1.ConditionTrue && c.ObservedGeneration == p.Generation, nil
+	})
+	eventually(t, "status counts the pods kube-controller-manager created", func() (bool, error) {
+		err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p)
+		return err == nil && p.Status.Replicas == 2, err
+	})
+	if c := condition(p, monitoringv1.Available); c == nil || c.Status != monitoringv1.ConditionFalse {
+		t.Errorf("Available = %+v, want False (no kubelet runs the pods)", c)
+	}
+	if p.Status.Selector == "" || p.Status.Shards != 1 {
+		t.Errorf("status selector %q shards %d", p.Status.Selector, p.Status.Shards)
+	}
+}
+
+func TestAServiceMonitorChangeReachesTheConfigAndDeletionRemovesTheJob(t *testing.T) {
+	ns := newNamespace(t)
+	sm := newServiceMonitor(ns, "app")
+	mustCreate(t, sm)
+	mustCreate(t, newPrometheus(ns, "main"))
+	eventually(t, "the job is in the config", func() (bool, error) {
+		cfg, err := configOf(ns, "main")
+		return err == nil && strings.Contains(cfg, "serviceMonitor/"+ns+"/app/0"), err
+	})
+
+	sm.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{
+		TargetLabel: "team_label", Replacement: ptr.To("added-by-test"), Action: "replace",
+	}}
+	if err := k8s.Update(testCtx, sm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the relabeling is in the config", func() (bool, error) {
+		cfg, err := configOf(ns, "main")
+		return err == nil && strings.Contains(cfg, "added-by-test"), err
+	})
+
+	// A label change that makes the monitor stop matching removes it.
+	sm.Labels = map[string]string{"team": "b"}
+	if err := k8s.Update(testCtx, sm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the job left the config", func() (bool, error) {
+		cfg, err := configOf(ns, "main")
+		return err == nil && !strings.Contains(cfg, "serviceMonitor/"+ns+"/app/0"), err
+	})
+}
+
+func TestDeletingThePrometheusGarbageCollectsEverything(t *testing.T) {
+	ns := newNamespace(t)
+	other := newNamespace(t)
+	// A monitor in another namespace makes the operator grant discovery
+	// there: RBAC that cannot carry an owner reference.
+	mustCreate(t, newServiceMonitor(other, "remote"))
+	p := newPrometheus(ns, "gone", func(p *monitoringv1.Prometheus) {
+		p.Spec.ServiceMonitorNamespaceSelector = &metav1.LabelSelector{}
+	})
+	mustCreate(t, p)
+	var roles rbacv1.RoleList
+	eventually(t, "a Role is granted in the other namespace", func() (bool, error) {
+		err := k8s.List(testCtx, &roles, client.InNamespace(other))
+		return err == nil && len(roles.Items) > 0, err
+	})
+	eventually(t, "the StatefulSet exists", func() (bool, error) {
+		return k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-gone"}, &appsv1.StatefulSet{}) == nil, nil
+	})
+
+	if err := k8s.Delete(testCtx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Prometheus is gone (finalizer done)", func() (bool, error) {
+		return apierrors.IsNotFound(k8s.Get(testCtx, client.ObjectKeyFromObject(p), &monitoringv1.Prometheus{})), nil
+	})
+	eventually(t, "the StatefulSet, Secrets and Services are garbage-collected", func() (bool, error) {
+		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Secret{}, &corev1.Service{}} {
+			if !apierrors.IsNotFound(k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-gone"}, obj)) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	eventually(t, "the Role in the other namespace is deleted", func() (bool, error) {
+		err := k8s.List(testCtx, &roles, client.InNamespace(other))
+		return err == nil && len(roles.Items) == 0, err
+	})
+}
+
+func TestAReconcileWithNothingToChangeWritesNothing(t *testing.T) {
+	ns := newNamespace(t)
+	mustCreate(t, newServiceMonitor(ns, "app"))
+	p := newPrometheus(ns, "quiet")
+	mustCreate(t, p)
+	eventually(t, "the Prometheus is reconciled", func() (bool, error) {
+		err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p)
+		c := condition(p, monitoringv1.Reconciled)
+		return err == nil && c != nil && c.Status == monitoringv1.ConditionTrue, err
+	})
+	// Let the StatefulSet status settle (pods created, status written back).
+	time.Sleep(2 * time.Second)
+
+	before, beforeReconciles := writes.Load(), reconciles(t)
+	// A label change on the Prometheus triggers a reconcile without changing
+	// anything the operator renders.
+	patch := client.MergeFrom(p.DeepCopy())
+	p.Labels = map[string]string{"touched": "yes"}
+	if err := k8s.Patch(testCtx, p, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a reconcile ran", func() (bool, error) {
+		return reconciles(t) > beforeReconciles, nil
+	})
+	time.Sleep(500 * time.Millisecond) // any write would have happened by now
+	if got := writes.Load() - before; got != 0 {
+		t.Errorf("a reconcile with nothing to change sent %d writes, want 0", got)
+	}
+}
+
+func TestDriftOnTheStatefulSetIsReverted(t *testing.T) {
+	ns := newNamespace(t)
+	p := newPrometheus(ns, "drift")
+	mustCreate(t, p)
+	key := client.ObjectKey{Namespace: ns, Name: "prometheus-drift"}
+	var sts appsv1.StatefulSet
+	eventually(t, "the StatefulSet exists", func() (bool, error) { return k8s.Get(testCtx, key, &sts) == nil, nil })
+
+	// Someone scales it and edits the retention flag by hand.
+	patch := client.MergeFrom(sts.DeepCopy())
+	sts.Spec.Replicas = ptr.To[int32](5)
+	for i := range sts.Spec.Template.Spec.Containers {
+		c := &sts.Spec.Template.Spec.Containers[i]
+		for j, a := range c.Args {
+			if strings.HasPrefix(a, "--storage.tsdb.retention.time=") {
+				c.Args[j] = "--storage.tsdb.retention.time=1h"
+			}
+		}
+	}
+	if err := k8s.Patch(testCtx, &sts, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the drift is reverted", func() (bool, error) {
+		if err := k8s.Get(testCtx, key, &sts); err != nil {
+			return false, err
+		}
+		if *sts.Spec.Replicas != 1 {
+			return false, nil
+		}
+		for _, c := range sts.Spec.Template.Spec.Containers {
+			if slices.Contains(c.Args, "--storage.tsdb.retention.time=1h") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func TestABadServiceMonitorIsRejectedAloneWithAnEvent(t *testing.T) {
+	ns := newNamespace(t)
+	mustCreate(t, newServiceMonitor(ns, "good"))
+	mustCreate(t, newServiceMonitor(ns, "bad-regex", withRelabeling(monitoringv1.RelabelConfig{
+		SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_name"}, Regex: "(unclosed", Action: "keep",
+	})))
+	mustCreate(t, newServiceMonitor(ns, "missing-secret", func(sm *monitoringv1.ServiceMonitor) {
+		sm.Spec.Endpoints[0].BasicAuth = &monitoringv1.BasicAuth{
+			Username: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "user"},
+			Password: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "pass"},
+		}
+	}))
+	mustCreate(t, newPrometheus(ns, "main"))
+
+	eventually(t, "the good monitor ships and the bad ones do not", func() (bool, error) {
+		cfg, err := configOf(ns, "main")
+		if err != nil {
+			return false, err
+		}
+		jobs := jobsIn(cfg)
+		return slices.Contains(jobs, "serviceMonitor/"+ns+"/good/0") &&
+			!slices.Contains(jobs, "serviceMonitor/"+ns+"/bad-regex/0") &&
+			!slices.Contains(jobs, "serviceMonitor/"+ns+"/missing-secret/0"), nil
+	})
+	for name, reason := range map[string]string{"bad-regex": "InvalidRegex", "missing-secret": "SecretNotFound"} {
+		eventually(t, "a Warning Event "+reason+" on "+name, func() (bool, error) {
+			var evs eventsv1.EventList
+			if err := k8s.List(testCtx, &evs, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			for _, e := range evs.Items {
+				if e.Regarding.Name == name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	}
+
+	// The Secret arrives later: the monitor is accepted without a restart.
+	mustCreate(t, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		Data:       map[string][]byte{"user": []byte("u"), "pass": []byte("p")},
+	})
+	eventually(t, "the late Secret lets the monitor ship", func() (bool, error) {
+		cfg, err := configOf(ns, "main")
+		return err == nil && slices.Contains(jobsIn(cfg), "serviceMonitor/"+ns+"/missing-secret/0"), err
+	})
+}
+
+func TestAnInvalidPrometheusSpecLeavesTheRunningStatefulSetAlone(t *testing.T) {
+	ns := newNamespace(t)
+	p := newPrometheus(ns, "main", func(p *monitoringv1.Prometheus) { p.Spec.Retention = "15d" })
+	mustCreate(t, p)
+	key := client.ObjectKey{Namespace: ns, Name: "prometheus-main"}
+	var before appsv1.StatefulSet
+	eventually(t, "the StatefulSet exists", func() (bool, error) { return k8s.Get(testCtx, key, &before) == nil, nil })
+
+	if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.Replicas = ptr.To[int32](-1)
+	if err := k8s.Update(testCtx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Reconciled=False with a reason", func() (bool, error) {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
+			return false, err
+		}
+		c := condition(p, monitoringv1.Reconciled)
+		return c != nil && c.Status == monitoringv1.ConditionFalse && c.ObservedGeneration == p.Generation, nil
+	})
+	c := condition(p, monitoringv1.Reconciled)
+	if !strings.Contains(c.Message, "replicas") {
+		t.Errorf("Reconciled message %q does not name the field", c.Message)
+	}
+	var after appsv1.StatefulSet
+	if err := k8s.Get(testCtx, key, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Generation != before.Generation || *after.Spec.Replicas != *before.Spec.Replicas {
+		t.Errorf("the StatefulSet changed: generation %d → %d", before.Generation, after.Generation)
+	}
+}
+
+func TestAPausedPrometheusIsNotTouched(t *testing.T) {
+	ns := newNamespace(t)
+	p := newPrometheus(ns, "main", func(p *monitoringv1.Prometheus) { p.Spec.Paused = true })
+	mustCreate(t, p)
+	eventually(t, "status says paused", func() (bool, error) {
+		err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p)
+		c := condition(p, monitoringv1.Reconciled)
+		return err == nil && p.Status.Paused && c != nil && c.Reason == "Paused", err
+	})
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main"}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a paused Prometheus got a StatefulSet (err %v)", err)
+	}
+}
+
+func isControlledBy(obj metav1.Object, owner metav1.Object) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == owner.GetUID() && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}
