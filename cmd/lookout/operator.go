@@ -11,6 +11,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +34,7 @@ type operatorOptions struct {
 	logLevel                string
 	workers                 int
 	reloaderImage           string
+	kubeconfig              string
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -45,6 +48,7 @@ func newOperatorCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; default: in-cluster configuration, then $KUBECONFIG, then ~/.kube/config")
 	f.StringSliceVar(&o.namespaces, "namespaces", nil, "Namespaces to watch (comma-separated); empty watches all namespaces")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz")
@@ -83,7 +87,7 @@ func runOperator(o operatorOptions) error {
 		return fmt.Errorf("--workers must be at least 1, got %d", o.workers)
 	}
 
-	cfg, err := ctrl.GetConfig()
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("load Kubernetes client configuration: %w", err)
 	}
@@ -150,6 +154,13 @@ func runOperator(o operatorOptions) error {
 	log.Info("Starting Lookout operator", "version", version.Version, "commit", version.CommitOrUnknown(),
 		"namespaces", o.namespaces, "leaderElection", o.leaderElect)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
 }
 
 func ptrDuration(d time.Duration) *time.Duration { return &d }

@@ -45,4 +45,3 @@ func FuzzObjects(f *testing.F) {
 		}
 	})
 }
-

@@ -1,0 +1,397 @@
+// Package localpod runs the containers of a generated pod spec as local
+// processes: the tests and the demo use it to run Prometheus and the
+// reloader exactly as the StatefulSet describes them, without a kubelet or a
+// container runtime.
+//
+// Each container becomes one process in a private mount namespace, where the
+// pod's volumes (Secrets written out as files, emptyDirs as directories, the
+// service-account token) are bind-mounted at the paths the spec names. The
+// processes share the host network. Needs root (mounts).
+package localpod
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// mountExecEnv carries the mount plan to the re-executed helper.
+const mountExecEnv = "LOOKOUT_LOCALPOD_MOUNTEXEC"
+
+// ServiceAccountDir is where Kubernetes mounts the service-account token.
+const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+type mountPlan struct {
+	Binds [][2]string // source, target
+	Argv  []string
+	Dir   string
+}
+
+// MaybeMountExec must run first in main() (or TestMain) of any program that
+// uses localpod: in the re-executed helper it bind-mounts the plan's volumes
+// in its fresh mount namespace and execs the container's program. It returns
+// only in the normal process.
+func MaybeMountExec() {
+	raw := os.Getenv(mountExecEnv)
+	if raw == "" {
+		return
+	}
+	var plan mountPlan
+	if err := json.Unmarshal([]byte(raw), &plan); err != nil {
+		fmt.Fprintln(os.Stderr, "localpod: bad mount plan:", err)
+		os.Exit(127)
+	}
+	for _, b := range plan.Binds {
+		if err := syscall.Mount(b[0], b[1], "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			fmt.Fprintf(os.Stderr, "localpod: bind %s at %s: %v\n", b[0], b[1], err)
+			os.Exit(127)
+		}
+	}
+	env := make([]string, 0, len(os.Environ()))
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, mountExecEnv+"=") {
+			env = append(env, e)
+		}
+	}
+	if plan.Dir != "" {
+		_ = os.Chdir(plan.Dir)
+	}
+	err := syscall.Exec(plan.Argv[0], plan.Argv, env)
+	fmt.Fprintf(os.Stderr, "localpod: exec %s: %v\n", plan.Argv[0], err)
+	os.Exit(127)
+}
+
+// Options describe how to run one pod.
+type Options struct {
+	// Pod is the pod spec (e.g. a StatefulSet's template).
+	Pod corev1.PodSpec
+	// PodName becomes $(POD_NAME) and the metadata.name field reference.
+	PodName      string
+	PodNamespace string
+	// Images maps an image (without tag) or a container command's first
+	// element to a local binary. A container whose image has no command
+	// runs Images[image] with the container's args.
+	Images map[string]string
+	// Secrets holds the data of every Secret a volume references.
+	Secrets map[string]map[string][]byte
+	// Token, CACert and APIServerHost/Port make the in-cluster configuration:
+	// files at ServiceAccountDir and KUBERNETES_SERVICE_HOST/PORT.
+	Token         []byte
+	CACert        []byte
+	APIServerHost string
+	APIServerPort int
+	// Dir is where volumes and logs go.
+	Dir string
+	// Self is the executable that calls MaybeMountExec (default: this one).
+	Self string
+}
+
+// Pod is a running local pod.
+type Pod struct {
+	Dir        string
+	Containers map[string]*Container
+	created    []string // mount-point directories this pod created
+}
+
+// Container is one running container process.
+type Container struct {
+	Name    string
+	Cmd     *exec.Cmd
+	LogPath string
+	exited  chan struct{}
+	err     error
+}
+
+// Exited is closed when the process ends.
+func (c *Container) Exited() <-chan struct{} { return c.exited }
+
+// Pid is the process ID (of the container's program: the helper execs it).
+func (c *Container) Pid() int { return c.Cmd.Process.Pid }
+
+// Start runs the init containers to completion, then starts the containers.
+func Start(ctx context.Context, o Options) (*Pod, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("localpod needs root: it bind-mounts the pod's volumes in private mount namespaces")
+	}
+	if o.Self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		o.Self = self
+	}
+	p := &Pod{Dir: o.Dir, Containers: map[string]*Container{}}
+	volumes, err := p.materialize(o)
+	if err != nil {
+		p.Stop()
+		return nil, err
+	}
+	for _, c := range o.Pod.InitContainers {
+		ctr, err := p.run(o, c, volumes)
+		if err != nil {
+			p.Stop()
+			return nil, err
+		}
+		select {
+		case <-ctr.exited:
+			if ctr.err != nil {
+				p.Stop()
+				return nil, fmt.Errorf("init container %s failed: %v; log:\n%s", c.Name, ctr.err, tailFile(ctr.LogPath))
+			}
+		case <-ctx.Done():
+			p.Stop()
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Minute):
+			p.Stop()
+			return nil, fmt.Errorf("init container %s did not finish in 2m; log:\n%s", c.Name, tailFile(ctr.LogPath))
+		}
+	}
+	for _, c := range o.Pod.Containers {
+		ctr, err := p.run(o, c, volumes)
+		if err != nil {
+			p.Stop()
+			return nil, err
+		}
+		p.Containers[c.Name] = ctr
+	}
+	return p, nil
+}
+
+// materialize writes every volume into Dir and returns volume name → host dir.
+func (p *Pod) materialize(o Options) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range o.Pod.Volumes {
+		dir := filepath.Join(o.Dir, "volumes", v.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		switch {
+		case v.Secret != nil:
+			data, ok := o.Secrets[v.Secret.SecretName]
+			if !ok && (v.Secret.Optional == nil || !*v.Secret.Optional) {
+				return nil, fmt.Errorf("volume %s: Secret %s was not given", v.Name, v.Secret.SecretName)
+			}
+			for k, b := range data {
+				if err := os.WriteFile(filepath.Join(dir, k), b, 0o644); err != nil {
+					return nil, err
+				}
+			}
+		case v.EmptyDir != nil:
+		default:
+			return nil, fmt.Errorf("volume %s: only Secret and emptyDir volumes can run locally", v.Name)
+		}
+		out[v.Name] = dir
+	}
+	sa := filepath.Join(o.Dir, "volumes", "serviceaccount")
+	if err := os.MkdirAll(sa, 0o755); err != nil {
+		return nil, err
+	}
+	for name, b := range map[string][]byte{"token": o.Token, "ca.crt": o.CACert, "namespace": []byte(o.PodNamespace)} {
+		if err := os.WriteFile(filepath.Join(sa, name), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	out["\x00serviceaccount"] = sa
+	return out, nil
+}
+
+func (p *Pod) run(o Options, c corev1.Container, volumes map[string]string) (*Container, error) {
+	argv, err := commandLine(o, c)
+	if err != nil {
+		return nil, err
+	}
+	plan := mountPlan{Argv: argv}
+	mounts := append([]corev1.VolumeMount(nil), c.VolumeMounts...)
+	sort.Slice(mounts, func(i, j int) bool { return mounts[i].MountPath < mounts[j].MountPath })
+	for _, m := range mounts {
+		src, ok := volumes[m.Name]
+		if !ok {
+			return nil, fmt.Errorf("container %s mounts unknown volume %s", c.Name, m.Name)
+		}
+		if m.SubPath != "" {
+			src = filepath.Join(src, m.SubPath)
+			if err := os.MkdirAll(src, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.ensureMountPoint(m.MountPath); err != nil {
+			return nil, err
+		}
+		plan.Binds = append(plan.Binds, [2]string{src, m.MountPath})
+	}
+	if err := p.ensureMountPoint(ServiceAccountDir); err != nil {
+		return nil, err
+	}
+	plan.Binds = append(plan.Binds, [2]string{volumes["\x00serviceaccount"], ServiceAccountDir})
+	raw, err := json.Marshal(plan)
+	if err != nil {
+		return nil, err
+	}
+
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + o.Dir,
+		fmt.Sprintf("KUBERNETES_SERVICE_HOST=%s", o.APIServerHost),
+		fmt.Sprintf("KUBERNETES_SERVICE_PORT=%d", o.APIServerPort),
+		mountExecEnv + "=" + string(raw),
+	}
+	for _, e := range c.Env {
+		env = append(env, e.Name+"="+envValue(o, e))
+	}
+	logPath := filepath.Join(o.Dir, c.Name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(o.Self)
+	cmd.Env = env
+	cmd.Dir = o.Dir
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Go makes the new mount namespace private (MS_REC|MS_PRIVATE on /)
+		// before exec, so the binds never leak to the host.
+		Unshareflags: syscall.CLONE_NEWNS,
+		Setpgid:      true,
+		Pdeathsig:    syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start container %s: %w", c.Name, err)
+	}
+	ctr := &Container{Name: c.Name, Cmd: cmd, LogPath: logPath, exited: make(chan struct{})}
+	go func() {
+		ctr.err = cmd.Wait()
+		f.Close()
+		close(ctr.exited)
+	}()
+	return ctr, nil
+}
+
+// commandLine maps the container's image or command to a local binary.
+func commandLine(o Options, c corev1.Container) ([]string, error) {
+	var argv []string
+	if len(c.Command) > 0 {
+		bin, ok := o.Images[c.Command[0]]
+		if !ok {
+			bin, ok = o.Images[imageName(c.Image)]
+		}
+		if !ok {
+			return nil, fmt.Errorf("container %s: no local binary for command %s (image %s)", c.Name, c.Command[0], c.Image)
+		}
+		argv = append([]string{bin}, c.Command[1:]...)
+	} else {
+		bin, ok := o.Images[imageName(c.Image)]
+		if !ok {
+			return nil, fmt.Errorf("container %s: no local binary for image %s", c.Name, c.Image)
+		}
+		argv = []string{bin}
+	}
+	return append(argv, c.Args...), nil
+}
+
+func imageName(image string) string {
+	if i := strings.LastIndex(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		image = image[:i]
+	}
+	return image
+}
+
+func envValue(o Options, e corev1.EnvVar) string {
+	if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+		switch e.ValueFrom.FieldRef.FieldPath {
+		case "metadata.name":
+			return o.PodName
+		case "metadata.namespace":
+			return o.PodNamespace
+		}
+	}
+	return e.Value
+}
+
+// ensureMountPoint creates a missing mount-point directory and remembers it,
+// so that Stop removes exactly what this pod added to the host.
+func (p *Pod) ensureMountPoint(path string) error {
+	var missing []string
+	for dir := path; dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(dir); err == nil {
+			break
+		}
+		missing = append(missing, dir)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o755); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("create mount point %s: %w", missing[i], err)
+		}
+		p.created = append(p.created, missing[i])
+	}
+	return nil
+}
+
+// Stop kills the containers and removes the mount points it created.
+func (p *Pod) Stop() {
+	for _, c := range p.Containers {
+		select {
+		case <-c.exited:
+			continue
+		default:
+		}
+		_ = syscall.Kill(-c.Cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-c.exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-c.Cmd.Process.Pid, syscall.SIGKILL)
+			<-c.exited
+		}
+	}
+	for i := len(p.created) - 1; i >= 0; i-- {
+		_ = os.Remove(p.created[i]) // only empty directories: never data
+	}
+	p.created = nil
+}
+
+// WaitHTTP polls url until it answers 200 or the timeout passes.
+func WaitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(url) //nolint:noctx // short poll
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s (last error: %v)", url, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func tailFile(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
+}
