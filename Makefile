@@ -41,7 +41,7 @@ verify: manifests vet ## Regenerate everything and fail when the tree changed
 	@echo "verify: tree is clean"
 
 demo: tools ## Start a local control plane with Lookout and an example, and explain how to explore it
-	$(GO) run -ldflags '$(LDFLAGS)' ./hack/demo
+	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)'
 
 fmt:
 	@gofmt -l -w $$(git ls-files '*.go') >/dev/null

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -93,5 +94,23 @@ func TestGenerateDoesNotModifyItsInput(t *testing.T) {
 	}
 	if !reflect.DeepEqual(in.Prometheus, promBefore) {
 		t.Error("Prometheus was modified")
+	}
+}
+
+// The config is assembled from pieces marshalled per monitor; it must be exactly what
+// marshalling the whole document at once gives.
+func TestAssembledConfigIsOneDocument(t *testing.T) {
+	sms, in := variedMonitors()
+	in.ServiceMonitors = sms
+	res, err := Generate(in)
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	again, err := yaml.Marshal(parse(t, res.Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, res.Config) {
+		t.Errorf("assembled config differs from a single marshal:\n--- assembled\n%s\n--- single\n%s", res.Config, again)
 	}
 }

@@ -295,6 +295,37 @@ func TestGenerateVerdicts(t *testing.T) {
 			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidConfig, msgContains: []string{"endpoints[0]: Prometheus refuses the generated job", "duplicated protocol"}}},
 		},
 		{
+			name: "names the endpoint whose job only Prometheus's loader refuses",
+			in: newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withEndpoints(
+				endpoint(),
+				endpoint(withEP(func(ep *monitoringv1.Endpoint) {
+					ep.TLSConfig = &monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{MinVersion: ptr(monitoringv1.TLSVersion("TLS14"))}}
+				})),
+			)))),
+			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidConfig, msgContains: []string{"endpoints[1]: Prometheus refuses the generated job", "TLS14"}}},
+		},
+		{
+			name: "accepts a ServiceMonitor without endpoints and grants nothing for it",
+			in:   newInput(newPrometheus(), monitors(newServiceMonitor("apps", "empty", withEndpoints()))),
+			want: []wantVerdict{{key: "apps/empty"}},
+			check: func(t *testing.T, res *Result) {
+				if d := parse(t, res.Config); len(d.ScrapeConfigs) != 0 || len(res.Namespaces) != 0 {
+					t.Errorf("jobs %d namespaces %v", len(d.ScrapeConfigs), res.Namespaces)
+				}
+			},
+		},
+		{
+			name: "reads Secrets given with stringData, as the CLI reads them from files",
+			in: newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withEndpoints(endpoint(authorizationFrom("", "from-file", "token"))))),
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "from-file"}, StringData: map[string]string{"token": "abc"}}),
+			want: []wantVerdict{{key: "default/app"}},
+			check: func(t *testing.T, res *Result) {
+				if a := jobNamed(t, parse(t, res.Config), "serviceMonitor/default/app/0").Authorization; a == nil || a.Credentials != "abc" {
+					t.Errorf("authorization = %+v", a)
+				}
+			},
+		},
+		{
 			name: "rejects the second copy of a ServiceMonitor given twice",
 			in:   newInput(newPrometheus(), monitors(newServiceMonitor("default", "app"), newServiceMonitor("default", "app"))),
 			want: []wantVerdict{{key: "default/app"}, {key: "default/app", reason: ReasonDuplicate}},

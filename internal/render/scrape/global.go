@@ -56,8 +56,9 @@ type globalDocument struct {
 	Global *globalConfig `yaml:"global"`
 }
 
-// limit is one per-scrape limit: the monitor's value is capped by the Prometheus's enforced
-// one; a monitor without a value inherits the global one unless the enforced one is smaller.
+// limits holds the Prometheus's two values for one per-scrape limit. A monitor's own value is
+// capped by the enforced one; a monitor without one inherits the global value unless the
+// enforced one is smaller.
 type limits struct {
 	global, enforced int64 // 0 = unset
 }

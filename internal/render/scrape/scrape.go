@@ -50,21 +50,24 @@ type Result struct {
 	AllNamespaces bool
 }
 
-// Reasons a monitor is rejected with.
+// Reasons a monitor is rejected with (Verdict.Reason).
 const (
-	ReasonInvalidRegex          = "InvalidRegex"
-	ReasonUnknownRelabelAction  = "UnknownRelabelAction"
-	ReasonInvalidRelabelConfig  = "InvalidRelabelConfig"
-	ReasonSecretNotFound        = "SecretNotFound"
-	ReasonSecretKeyNotFound     = "SecretKeyNotFound"
-	ReasonInvalidPort           = "InvalidPort"
-	ReasonInvalidDuration       = "InvalidDuration"
-	ReasonInvalidSelector       = "InvalidSelector"
-	ReasonScrapeClassNotFound   = "ScrapeClassNotFound"
-	ReasonFileAccessDenied      = "FileAccessDenied"
-	ReasonUnsupported           = "Unsupported"
-	ReasonDuplicate             = "Duplicate"
-	ReasonInvalidConfig         = "InvalidConfig"
+	ReasonInvalidRegex         = "InvalidRegex"         // a relabeling regex does not compile
+	ReasonUnknownRelabelAction = "UnknownRelabelAction" // a relabeling action Prometheus does not know
+	ReasonInvalidRelabelConfig = "InvalidRelabelConfig" // a relabeling Prometheus refuses (missing target label, bad label name...)
+	ReasonSecretNotFound       = "SecretNotFound"       // a referenced Secret does not exist
+	ReasonSecretKeyNotFound    = "SecretKeyNotFound"    // a referenced Secret lacks the key
+	ReasonInvalidPort          = "InvalidPort"          // no port, or a bad port name or number
+	ReasonInvalidDuration      = "InvalidDuration"      // interval or scrapeTimeout unparsable, or timeout > interval
+	ReasonInvalidSelector      = "InvalidSelector"      // the Service label selector does not parse
+	ReasonScrapeClassNotFound  = "ScrapeClassNotFound"  // scrapeClass names a class the Prometheus lacks
+	ReasonFileAccessDenied     = "FileAccessDenied"     // file paths while arbitraryFSAccessThroughSMs.deny is set
+	ReasonUnsupported          = "Unsupported"          // a feature Lookout does not render yet
+	ReasonDuplicate            = "Duplicate"            // the same namespace/name given twice
+	ReasonInvalidConfig        = "InvalidConfig"        // anything else, including what Prometheus's loader refuses
+)
+
+const (
 	serviceMonitorKind          = monitoringv1.ServiceMonitorsKind
 	serviceMonitorJobNamePrefix = "serviceMonitor"
 )

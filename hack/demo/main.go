@@ -1,0 +1,234 @@
+// Command demo tells Lookout's story in one command: a local control plane,
+// the operator, the examples, a real Prometheus run from the StatefulSet the
+// operator generated, scraping a target in its own network namespace.
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/lookout-operator/lookout/internal/controlplane"
+	"github.com/lookout-operator/lookout/internal/devenv"
+	"github.com/lookout-operator/lookout/internal/localpod"
+	"github.com/lookout-operator/lookout/internal/scheme"
+	"github.com/lookout-operator/lookout/internal/testhost"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func main() {
+	localpod.MaybeMountExec()
+	testhost.MaybeServe()
+	exitAfter := flag.Bool("exit", false, "stop after printing the results instead of waiting for Ctrl-C")
+	ldflags := flag.String("ldflags", "", "ldflags for building lookout")
+	flag.Parse()
+	if err := run(*exitAfter, *ldflags); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, args ...any) {
+	fmt.Printf("\n\033[1m==> "+format+"\033[0m\n", args...)
+}
+
+func run(exitAfter bool, ldflags string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the demo runs Prometheus with bind-mounted volumes and a target in a network namespace: run it as root")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(root, "_output", "demo")
+	_ = os.RemoveAll(out)
+	if err := os.MkdirAll(filepath.Join(out, "bin"), 0o755); err != nil {
+		return err
+	}
+	if err := devenv.CheckPortsFree(9090, 8080); err != nil {
+		return err
+	}
+
+	step("Building lookout and lookout-reloader (Prometheus and the control plane come from the cache)")
+	bins, err := devenv.Build(ctx, root, filepath.Join(out, "bin"), ldflags)
+	if err != nil {
+		return err
+	}
+	kubectl, err := controlplane.Kubectl.Ensure(ctx, os.Stderr)
+	if err != nil {
+		return err
+	}
+
+	step("Starting etcd, kube-apiserver and kube-controller-manager on loopback, with the monitoring.coreos.com CRDs")
+	kubeconfig := filepath.Join(out, "kubeconfig")
+	cp, err := controlplane.Start(ctx, controlplane.Options{Log: os.Stdout, KubeconfigPath: kubeconfig, CRDDir: filepath.Join(root, "config", "crd")})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	c, err := client.New(cp.RESTConfig, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return err
+	}
+
+	step("Starting the operator: lookout operator --kubeconfig %s (log: %s)", kubeconfig, filepath.Join(out, "operator.log"))
+	op, err := devenv.StartOperator(ctx, bins.Lookout, kubeconfig, filepath.Join(out, "operator.log"))
+	if err != nil {
+		return err
+	}
+	defer op.Stop()
+
+	step("Starting an example app: a /metrics server in its own network namespace, published as Service default/example-app")
+	host, addr, err := devenv.StartTarget(ctx, c, "default", "example-app", 8080)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	fmt.Printf("    target %s (network namespace %s)\n", addr, host.Namespace)
+
+	step("Applying examples/ (one object of each of the ten kinds)")
+	if err := applyExamples(ctx, c, filepath.Join(root, "examples")); err != nil {
+		return err
+	}
+	kc := func(args ...string) {
+		cmd := exec.CommandContext(ctx, kubectl, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		_ = cmd.Run()
+	}
+	kc("get", "prometheuses,servicemonitors,podmonitors,probes,scrapeconfigs,prometheusrules,alertmanagers,alertmanagerconfigs,thanosrulers,prometheusagents", "-n", "default")
+
+	step("Running the Prometheus pod the operator generated (StatefulSet default/prometheus-platform) as local processes")
+	pod, err := devenv.RunPrometheusPod(ctx, c, cp, bins, "default", "platform", filepath.Join(out, "pod"))
+	if err != nil {
+		return err
+	}
+	defer pod.Stop()
+	kc("get", "statefulsets,services,secrets,serviceaccounts,roles,rolebindings", "-n", "default", "-l", "lookout.dev/prometheus=platform")
+
+	step("The generated prometheus.yaml (Secret default/prometheus-platform, key prometheus.yaml.gz)")
+	cfg, err := generatedConfig(ctx, c)
+	if err != nil {
+		return err
+	}
+	fmt.Println(cfg)
+
+	step("Waiting for Prometheus to scrape the example app (scrapeInterval 15s)")
+	target, err := waitForTarget(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Println(target)
+
+	step("Explore")
+	fmt.Printf(`    export KUBECONFIG=%s
+    %s get prometheus platform -n default -o yaml       # status: Reconciled, replicas
+    %s get events -n default                             # rejections are Events on the monitor
+    curl -s 'http://127.0.0.1:9090/api/v1/query?query=up' # Prometheus's API
+    Edit the ServiceMonitor (kubectl edit servicemonitor example-app) and watch the reloader
+    apply it within seconds: %s
+`, kubeconfig, kubectl, kubectl, filepath.Join(out, "pod", "config-reloader.log"))
+	if exitAfter {
+		return nil
+	}
+	fmt.Println("\n    Press Ctrl-C to stop everything.")
+	<-ctx.Done()
+	return nil
+}
+
+func applyExamples(ctx context.Context, c client.Client, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := dec.Decode(&obj.Object); err == io.EOF {
+				break
+			} else if err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			if err := c.Create(ctx, obj); err != nil {
+				return fmt.Errorf("create %s %s from %s: %w", obj.GetKind(), obj.GetName(), filepath.Base(f), err)
+			}
+		}
+	}
+	return nil
+}
+
+func generatedConfig(ctx context.Context, c client.Client) (string, error) {
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "prometheus-platform"}, &s); err != nil {
+		return "", err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(s.Data["prometheus.yaml.gz"]))
+	if err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(zr)
+	return string(b), err
+}
+
+func waitForTarget(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get("http://127.0.0.1:9090/api/v1/targets?state=active") //nolint:noctx // local
+		if err == nil {
+			var out struct {
+				Data struct {
+					ActiveTargets []struct {
+						ScrapePool string            `json:"scrapePool"`
+						ScrapeURL  string            `json:"scrapeUrl"`
+						Health     string            `json:"health"`
+						LastScrape string            `json:"lastScrape"`
+						Labels     map[string]string `json:"labels"`
+					} `json:"activeTargets"`
+				} `json:"data"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&out)
+			resp.Body.Close()
+			for _, t := range out.Data.ActiveTargets {
+				if t.Health == "up" {
+					labels, _ := json.Marshal(t.Labels)
+					q := url.QueryEscape(`up{service="example-app"}`)
+					return fmt.Sprintf("    scrape pool %s\n    %s  health=%s  last scrape %s\n    labels %s\n    query: curl -s 'http://127.0.0.1:9090/api/v1/query?query=%s'",
+						t.ScrapePool, t.ScrapeURL, t.Health, t.LastScrape, labels, q), nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("Prometheus did not report the example target up within 90s (last error: %v)", err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}

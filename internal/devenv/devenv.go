@@ -1,0 +1,244 @@
+// Package devenv assembles a whole local Lookout: the control plane, the
+// operator binary as its own process, scrape targets in network namespaces,
+// and Prometheus pods run from the StatefulSets the operator generates. The
+// end-to-end tests and `make demo` share it, so the demo shows what the tests
+// prove.
+package devenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/controlplane"
+	"github.com/lookout-operator/lookout/internal/localpod"
+	"github.com/lookout-operator/lookout/internal/testhost"
+)
+
+// Images the generated pod spec names, mapped to local binaries.
+const (
+	PrometheusImage = "quay.io/prometheus/prometheus"
+	ReloaderCommand = "/bin/lookout-reloader"
+)
+
+// Binaries are the local programs a Lookout environment runs.
+type Binaries struct {
+	Lookout, Reloader, Prometheus string
+}
+
+// Build compiles lookout and lookout-reloader from the repository at root
+// into dir and finds (or builds) the cached Prometheus.
+func Build(ctx context.Context, root, dir string, ldflags string) (Binaries, error) {
+	var b Binaries
+	var err error
+	if b.Prometheus, err = controlplane.Prometheus.Ensure(ctx, os.Stderr); err != nil {
+		return b, err
+	}
+	for out, pkg := range map[*string]string{&b.Lookout: "./cmd/lookout", &b.Reloader: "./cmd/lookout-reloader"} {
+		*out = filepath.Join(dir, filepath.Base(pkg))
+		args := []string{"build", "-o", *out}
+		if ldflags != "" {
+			args = append(args, "-ldflags", ldflags)
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return b, fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return b, nil
+}
+
+// Operator is a running `lookout operator` process.
+type Operator struct {
+	LogPath string
+	cmd     *exec.Cmd
+	logFile *os.File
+	done    chan struct{}
+}
+
+// StartOperator runs `lookout operator` against kubeconfig, with leader
+// election, and waits until it is ready.
+func StartOperator(ctx context.Context, bin, kubeconfig, logPath string, extraArgs ...string) (*Operator, error) {
+	health, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"operator",
+		"--kubeconfig=" + kubeconfig,
+		"--leader-elect=true",
+		"--metrics-bind-address=0",
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
+		"--reloader-image=lookout-reloader:local",
+	}, extraArgs...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	o := &Operator{LogPath: logPath, cmd: cmd, logFile: f, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(o.done) }()
+	if err := localpod.WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", health), 60*time.Second); err != nil {
+		o.Stop()
+		b, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("operator not ready: %w\n%s", err, LastBytes(b, 4096))
+	}
+	return o, nil
+}
+
+// Stop sends SIGTERM (the operator releases its lease) and waits.
+func (o *Operator) Stop() {
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-o.done:
+	case <-time.After(15 * time.Second):
+		_ = o.cmd.Process.Kill()
+		<-o.done
+	}
+	o.logFile.Close()
+}
+
+// StartTarget runs a /metrics server in a network namespace of its own and
+// publishes it as a selector-less Service (label app=<name>, port "metrics")
+// with an EndpointSlice. It returns the host and the target's address.
+func StartTarget(ctx context.Context, c client.Client, ns, name string, port int32) (*testhost.Host, string, error) {
+	host, err := testhost.New()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := host.ServeMetrics(int(port)); err != nil {
+		host.Close()
+		return nil, "", err
+	}
+	objs := []client.Object{
+		&corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "metrics", Port: port}}},
+		},
+		&discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-1", Labels: map[string]string{
+				discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "lookout-devenv"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host.IP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("metrics"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		},
+	}
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil {
+			host.Close()
+			return nil, "", fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return host, fmt.Sprintf("%s:%d", host.IP, port), nil
+}
+
+// RunPrometheusPod waits for the operator's StatefulSet prometheus-<name>
+// and its Secrets, then runs the pod template locally with a real token of
+// the ServiceAccount the pod runs as (TokenRequest), so the RBAC the operator
+// granted is exactly what Prometheus and the reloader get.
+func RunPrometheusPod(ctx context.Context, c client.Client, cp *controlplane.ControlPlane, bins Binaries, ns, name, dir string) (*localpod.Pod, error) {
+	var sts appsv1.StatefulSet
+	var secrets map[string]map[string][]byte
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prometheus-" + name}, &sts); err != nil {
+			return false, nil
+		}
+		secrets = map[string]map[string][]byte{}
+		for _, v := range sts.Spec.Template.Spec.Volumes {
+			if v.Secret == nil {
+				continue
+			}
+			var s corev1.Secret
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: v.Secret.SecretName}, &s); err != nil {
+				return false, nil
+			}
+			secrets[v.Secret.SecretName] = s.Data
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the operator did not create StatefulSet %s/prometheus-%s and its Secrets: %w", ns, name, err)
+	}
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	saName := sts.Spec.Template.Spec.ServiceAccountName
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, saName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("TokenRequest for ServiceAccount %s/%s: %w", ns, saName, err)
+	}
+	pod, err := localpod.Start(ctx, localpod.Options{
+		Pod:           sts.Spec.Template.Spec,
+		PodName:       sts.Name + "-0",
+		PodNamespace:  ns,
+		Images:        map[string]string{PrometheusImage: bins.Prometheus, ReloaderCommand: bins.Reloader},
+		Secrets:       secrets,
+		Token:         []byte(tok.Status.Token),
+		CACert:        cp.CACert,
+		APIServerHost: "127.0.0.1",
+		APIServerPort: cp.Port,
+		Dir:           dir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := localpod.WaitHTTP(ctx, "http://127.0.0.1:9090/-/ready", 60*time.Second); err != nil {
+		pod.Stop()
+		return nil, err
+	}
+	return pod, nil
+}
+
+// CheckPortsFree fails when a port the generated pod listens on is taken.
+func CheckPortsFree(ports ...int) error {
+	for _, port := range ports {
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+		if err != nil {
+			return fmt.Errorf("port %d is in use; the generated Prometheus pod listens there: %w", port, err)
+		}
+		l.Close()
+	}
+	return nil
+}
+
+// FreePort returns a free loopback port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// LastBytes returns at most the last n bytes of b as a string.
+func LastBytes(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
