@@ -49,7 +49,7 @@ func TestAMonitorEventEnqueuesOnlyThePrometheusObjectsThatSelectIt(t *testing.T)
 	objs := []client.Object{
 		prom("mon", "team-a", labelsSel("team", "a"), nil),
 		prom("mon", "team-b", labelsSel("team", "b"), nil),
-		prom("other", "team-a-elsewhere", labelsSel("team", "a"), nil),                 // own namespace only
+		prom("other", "team-a-elsewhere", labelsSel("team", "a"), nil),                   // own namespace only
 		prom("mon", "prod-namespaces", labelsSel("team", "a"), labelsSel("env", "prod")), // by namespace labels
 		prom("mon", "nothing", nil, nil),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mon", Labels: map[string]string{"env": "dev"}}},
