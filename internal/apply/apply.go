@@ -186,6 +186,10 @@ func (a *Applier) remember(uid types.UID, rv string) {
 	a.verified[uid] = rv
 }
 
+// IsOwnWrite reports whether the object is exactly as this Applier last
+// wrote or verified it: an event for it is the echo of our own write.
+func (a *Applier) IsOwnWrite(uid types.UID, rv string) bool { return a.isVerified(uid, rv) }
+
 func (a *Applier) isVerified(uid types.UID, rv string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()

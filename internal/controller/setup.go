@@ -64,18 +64,39 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &monitoringv1.Prometheus{})).
 		// Secrets are cached as metadata only. Owned ones (the config) revert
 		// drift; referenced ones (credentials) re-render the monitors.
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.mapSecret)).
+		WatchesMetadata(&corev1.Secret{}, r.secretHandler()).
 		Watches(&monitoringv1.ServiceMonitor{}, &selectingHandler{c: c, kind: kindServiceMonitor}).
 		Watches(&corev1.Namespace{}, &selectingHandler{c: c, kind: kindNamespace}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		Complete(r)
 }
 
-// mapSecret enqueues the owner of an owned Secret and every Prometheus whose
-// monitors reference the Secret.
-func (r *PrometheusReconciler) mapSecret(_ context.Context, obj client.Object) []reconcile.Request {
+// secretHandler maps Secret events. On create and update, the echo of the
+// operator's own write (the resourceVersion it just wrote) changes nothing
+// and is dropped; rendering again would only find that out at the cost of a
+// full render. A deletion is never an echo.
+func (r *PrometheusReconciler) secretHandler() handler.EventHandler {
+	enqueue := func(q queue, obj client.Object, ownEchoPossible bool) {
+		ownEcho := ownEchoPossible && r.Applier.IsOwnWrite(obj.GetUID(), obj.GetResourceVersion())
+		for _, req := range r.mapSecret(obj, ownEcho) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { enqueue(q, e.Object, true) },
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) { enqueue(q, e.ObjectNew, true) },
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { enqueue(q, e.Object, false) },
+	}
+}
+
+// mapSecret returns the owner of an owned Secret (unless the event is our own
+// echo) and every Prometheus whose monitors reference the Secret.
+func (r *PrometheusReconciler) mapSecret(obj client.Object, ownEcho bool) []reconcile.Request {
 	var out []reconcile.Request
 	for _, ref := range obj.GetOwnerReferences() {
+		if ownEcho {
+			break
+		}
 		if ref.Kind == monitoringv1.PrometheusesKind && ref.APIVersion == monitoringv1.SchemeGroupVersion.String() {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}})
 		}

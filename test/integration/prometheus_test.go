@@ -324,3 +324,20 @@ func isControlledBy(obj metav1.Object, owner metav1.Object) bool {
 	}
 	return false
 }
+
+func TestADeletedConfigSecretIsRecreated(t *testing.T) {
+	ns := newNamespace(t)
+	mustCreate(t, newServiceMonitor(ns, "app"))
+	mustCreate(t, newPrometheus(ns, "main"))
+	eventually(t, "the config holds the job", func() (bool, error) {
+		cfg, err := configOf(ns, "main")
+		return err == nil && strings.Contains(cfg, "serviceMonitor/"+ns+"/app/0"), err
+	})
+	if err := k8s.Delete(testCtx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus-main"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the config Secret is back", func() (bool, error) {
+		cfg, err := configOf(ns, "main")
+		return err == nil && strings.Contains(cfg, "serviceMonitor/"+ns+"/app/0"), nil
+	})
+}
