@@ -52,7 +52,11 @@ func main() {
 			b.WriteString(e.Output)
 		case "pass", "fail", "skip":
 			if e.Test == "" {
-				pkgs[e.Package] = fmt.Sprintf("%-4s %s (%.1fs)", strings.ToUpper(e.Action), e.Package, e.Elapsed)
+				label := strings.ToUpper(e.Action)
+				if e.Action == "skip" {
+					label = "----" // a package without tests
+				}
+				pkgs[e.Package] = fmt.Sprintf("%-4s %s (%.1fs)", label, e.Package, e.Elapsed)
 				if e.Action == "fail" {
 					pkgFailed[e.Package] = true
 					if b := outputs[key]; b != nil {
