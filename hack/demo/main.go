@@ -5,7 +5,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"flag"
@@ -25,7 +24,6 @@ import (
 	"github.com/lookout-operator/lookout/internal/localpod"
 	"github.com/lookout-operator/lookout/internal/scheme"
 	"github.com/lookout-operator/lookout/internal/testhost"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,7 +122,7 @@ func run(exitAfter bool, ldflags string) error {
 	kc("get", "statefulsets,services,secrets,serviceaccounts,roles,rolebindings", "-n", "default", "-l", "lookout.dev/prometheus=platform")
 
 	step("The generated prometheus.yaml (Secret default/prometheus-platform, key prometheus.yaml.gz)")
-	cfg, err := generatedConfig(ctx, c)
+	cfg, err := devenv.GeneratedConfig(ctx, c, "default", "platform")
 	if err != nil {
 		return err
 	}
@@ -180,19 +178,6 @@ func applyExamples(ctx context.Context, c client.Client, dir string) error {
 		}
 	}
 	return nil
-}
-
-func generatedConfig(ctx context.Context, c client.Client) (string, error) {
-	var s corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "prometheus-platform"}, &s); err != nil {
-		return "", err
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(s.Data["prometheus.yaml.gz"]))
-	if err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(zr)
-	return string(b), err
 }
 
 func waitForTarget(ctx context.Context) (string, error) {

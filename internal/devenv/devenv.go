@@ -6,8 +6,11 @@
 package devenv
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -27,6 +30,7 @@ import (
 
 	"github.com/lookout-operator/lookout/internal/controlplane"
 	"github.com/lookout-operator/lookout/internal/localpod"
+	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/testhost"
 )
 
@@ -241,4 +245,19 @@ func LastBytes(b []byte, n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// GeneratedConfig reads the prometheus.yaml the operator wrote for
+// Prometheus ns/name (Secret prometheus-<name>, gzipped).
+func GeneratedConfig(ctx context.Context, c client.Reader, ns, name string) (string, error) {
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: promrender.ConfigSecretName(name)}, &s); err != nil {
+		return "", err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(s.Data[promrender.ConfigSecretKey]))
+	if err != nil {
+		return "", fmt.Errorf("Secret %s/%s: %w", ns, s.Name, err)
+	}
+	b, err := io.ReadAll(zr)
+	return string(b), err
 }

@@ -1,11 +1,8 @@
 package integration
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lookout-operator/lookout/internal/controller"
+	"github.com/lookout-operator/lookout/internal/devenv"
 	"github.com/lookout-operator/lookout/internal/scheme"
 )
 
@@ -145,16 +143,7 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 
 // configOf reads and gunzips the generated prometheus.yaml.
 func configOf(ns, name string) (string, error) {
-	var s corev1.Secret
-	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-" + name}, &s); err != nil {
-		return "", err
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(s.Data["prometheus.yaml.gz"]))
-	if err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(zr)
-	return string(b), err
+	return devenv.GeneratedConfig(testCtx, k8s, ns, name)
 }
 
 func condition(p *monitoringv1.Prometheus, t monitoringv1.ConditionType) *monitoringv1.Condition {

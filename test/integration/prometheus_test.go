@@ -341,3 +341,34 @@ func TestADeletedConfigSecretIsRecreated(t *testing.T) {
 		return err == nil && strings.Contains(cfg, "serviceMonitor/"+ns+"/app/0"), nil
 	})
 }
+
+func TestAnObjectNoLongerDesiredIsDeleted(t *testing.T) {
+	ns := newNamespace(t)
+	p := newPrometheus(ns, "main")
+	mustCreate(t, p)
+	generated := client.ObjectKey{Namespace: ns, Name: "prometheus-main"}
+	eventually(t, "the generated ServiceAccount exists", func() (bool, error) {
+		return k8s.Get(testCtx, generated, &corev1.ServiceAccount{}) == nil, nil
+	})
+
+	// The user brings an existing ServiceAccount: the generated one goes.
+	mustCreate(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own"}})
+	if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.ServiceAccountName = "own"
+	if err := k8s.Update(testCtx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the generated ServiceAccount is deleted and the pods run as the user's", func() (bool, error) {
+		var sts appsv1.StatefulSet
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main"}, &sts); err != nil {
+			return false, err
+		}
+		gone := apierrors.IsNotFound(k8s.Get(testCtx, generated, &corev1.ServiceAccount{}))
+		return gone && sts.Spec.Template.Spec.ServiceAccountName == "own", nil
+	})
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "own"}, &corev1.ServiceAccount{}); err != nil {
+		t.Errorf("the user's ServiceAccount was touched: %v", err)
+	}
+}
