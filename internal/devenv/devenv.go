@@ -161,23 +161,19 @@ func StartTarget(ctx context.Context, c client.Client, ns, name string, port int
 // and its Secrets, then runs the pod template locally with a real token of
 // the ServiceAccount the pod runs as (TokenRequest), so the RBAC the operator
 // granted is exactly what Prometheus and the reloader get.
-func RunPrometheusPod(ctx context.Context, c client.Client, cp *controlplane.ControlPlane, bins Binaries, ns, name, dir string) (*localpod.Pod, error) {
+func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, ns, name, dir string) (*localpod.Pod, error) {
 	var sts appsv1.StatefulSet
-	var secrets map[string]map[string][]byte
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prometheus-" + name}, &sts); err != nil {
 			return false, nil
 		}
-		secrets = map[string]map[string][]byte{}
 		for _, v := range sts.Spec.Template.Spec.Volumes {
 			if v.Secret == nil {
 				continue
 			}
-			var s corev1.Secret
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: v.Secret.SecretName}, &s); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: v.Secret.SecretName}, &corev1.Secret{}); err != nil {
 				return false, nil
 			}
-			secrets[v.Secret.SecretName] = s.Data
 		}
 		return true, nil
 	})
@@ -200,7 +196,7 @@ func RunPrometheusPod(ctx context.Context, c client.Client, cp *controlplane.Con
 		PodName:       sts.Name + "-0",
 		PodNamespace:  ns,
 		Images:        map[string]string{PrometheusImage: bins.Prometheus, ReloaderCommand: bins.Reloader},
-		Secrets:       secrets,
+		Client:        c,
 		Token:         []byte(tok.Status.Token),
 		CACert:        cp.CACert,
 		APIServerHost: "127.0.0.1",

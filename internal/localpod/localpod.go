@@ -25,6 +25,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // mountExecEnv carries the mount plan to the re-executed helper.
@@ -84,8 +85,11 @@ type Options struct {
 	// element to a local binary. A container whose image has no command
 	// runs Images[image] with the container's args.
 	Images map[string]string
-	// Secrets holds the data of every Secret a volume references.
-	Secrets map[string]map[string][]byte
+	// Client reads the Secrets and ConfigMaps the volumes reference, in
+	// PodNamespace; like a kubelet, the pod keeps them in sync every
+	// SyncInterval (default 1s; the kubelet's is about a minute).
+	Client       client.Reader
+	SyncInterval time.Duration
 	// Token, CACert and APIServerHost/Port make the in-cluster configuration:
 	// files at ServiceAccountDir and KUBERNETES_SERVICE_HOST/PORT.
 	Token         []byte
@@ -103,6 +107,8 @@ type Pod struct {
 	Dir        string
 	Containers map[string]*Container
 	created    []string // mount-point directories this pod created
+	stopSync   context.CancelFunc
+	syncDone   chan struct{}
 }
 
 // Container is one running container process.
@@ -132,12 +138,21 @@ func Start(ctx context.Context, o Options) (*Pod, error) {
 		}
 		o.Self = self
 	}
+	if o.Client == nil {
+		return nil, errors.New("localpod needs a client to read the Secrets and ConfigMaps of the pod's volumes")
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = time.Second
+	}
 	p := &Pod{Dir: o.Dir, Containers: map[string]*Container{}}
-	volumes, err := p.materialize(o)
+	volumes, synced, err := p.materialize(ctx, o)
 	if err != nil {
 		p.Stop()
 		return nil, err
 	}
+	syncCtx, cancel := context.WithCancel(context.Background())
+	p.stopSync, p.syncDone = cancel, make(chan struct{})
+	go p.syncLoop(syncCtx, o, synced)
 	for _, c := range o.Pod.InitContainers {
 		ctr, err := p.run(o, c, volumes)
 		if err != nil {
@@ -170,41 +185,41 @@ func Start(ctx context.Context, o Options) (*Pod, error) {
 }
 
 // materialize writes every volume into Dir and returns volume name → host dir.
-func (p *Pod) materialize(o Options) (map[string]string, error) {
+func (p *Pod) materialize(ctx context.Context, o Options) (map[string]string, []*syncedVolume, error) {
 	out := map[string]string{}
+	var synced []*syncedVolume
 	for _, v := range o.Pod.Volumes {
 		dir := filepath.Join(o.Dir, "volumes", v.Name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch {
 		case v.Secret != nil:
-			data, ok := o.Secrets[v.Secret.SecretName]
-			if !ok && (v.Secret.Optional == nil || !*v.Secret.Optional) {
-				return nil, fmt.Errorf("volume %s: Secret %s was not given", v.Name, v.Secret.SecretName)
-			}
-			for k, b := range data {
-				if err := os.WriteFile(filepath.Join(dir, k), b, 0o644); err != nil {
-					return nil, err
-				}
-			}
+			synced = append(synced, &syncedVolume{dir: dir, kind: "Secret", name: v.Secret.SecretName, optional: v.Secret.Optional != nil && *v.Secret.Optional})
+		case v.ConfigMap != nil:
+			synced = append(synced, &syncedVolume{dir: dir, kind: "ConfigMap", name: v.ConfigMap.Name, optional: v.ConfigMap.Optional != nil && *v.ConfigMap.Optional})
 		case v.EmptyDir != nil:
 		default:
-			return nil, fmt.Errorf("volume %s: only Secret and emptyDir volumes can run locally", v.Name)
+			return nil, nil, fmt.Errorf("volume %s: only Secret, ConfigMap and emptyDir volumes can run locally", v.Name)
 		}
 		out[v.Name] = dir
 	}
+	for _, sv := range synced {
+		if err := sv.sync(ctx, o.Client, o.PodNamespace); err != nil {
+			return nil, nil, err
+		}
+	}
 	sa := filepath.Join(o.Dir, "volumes", "serviceaccount")
 	if err := os.MkdirAll(sa, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for name, b := range map[string][]byte{"token": o.Token, "ca.crt": o.CACert, "namespace": []byte(o.PodNamespace)} {
 		if err := os.WriteFile(filepath.Join(sa, name), b, 0o644); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	out["\x00serviceaccount"] = sa
-	return out, nil
+	return out, synced, nil
 }
 
 func (p *Pod) run(o Options, c corev1.Container, volumes map[string]string) (*Container, error) {
@@ -344,6 +359,11 @@ func (p *Pod) ensureMountPoint(path string) error {
 
 // Stop kills the containers and removes the mount points it created.
 func (p *Pod) Stop() {
+	if p.stopSync != nil {
+		p.stopSync()
+		<-p.syncDone
+		p.stopSync = nil
+	}
 	for _, c := range p.Containers {
 		select {
 		case <-c.exited:

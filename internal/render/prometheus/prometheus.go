@@ -34,6 +34,9 @@ type Options struct {
 	ServiceAccountExists bool
 	// ReloaderImage is the lookout-reloader image, e.g. "lookout-reloader:v0.1.0".
 	ReloaderImage string
+	// RuleConfigMaps is the data of the rule ConfigMaps, in order: index i becomes
+	// prometheus-<name>-rulefiles-<i>. At most RuleConfigMapSlots.
+	RuleConfigMaps []map[string]string
 	// OperatorName is the app.kubernetes.io/managed-by value on generated objects
 	// (default "lookout"). Pod selectors keep "prometheus-operator" whatever it is, so
 	// that StatefulSets migrated from the existing operator keep their selector.
@@ -64,6 +67,12 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]client.Object, error) 
 		out = append(out, sa)
 	}
 	out = append(out, rbacObjects(p, opts)...)
+	if len(opts.RuleConfigMaps) > RuleConfigMapSlots {
+		return nil, fmt.Errorf("render Prometheus %s/%s: %d rule ConfigMaps, at most %d can be mounted", p.Namespace, p.Name, len(opts.RuleConfigMaps), RuleConfigMapSlots)
+	}
+	for _, cm := range ruleConfigMaps(p, opts) {
+		out = append(out, cm)
+	}
 	out = append(out, configSecret(p, opts))
 	web, err := webConfigSecret(p, opts)
 	if err != nil {

@@ -250,7 +250,7 @@ func volumes(p *monitoringv1.Prometheus) []corev1.Volume {
 	for _, c := range uniq(p.Spec.ConfigMaps) {
 		vols = append(vols, corev1.Volume{Name: volumeName("configmap", c), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
 	}
-	return vols
+	return append(vols, ruleVolumes(p)...)
 }
 
 // dataVolumeSource is the pod volume holding the TSDB, or nil when a PVC template does.
@@ -280,6 +280,7 @@ func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
 	for _, c := range uniq(p.Spec.ConfigMaps) {
 		mounts = append(mounts, corev1.VolumeMount{Name: volumeName("configmap", c), MountPath: path.Join(configMapsDir, c), ReadOnly: true})
 	}
+	mounts = append(mounts, ruleMounts(p)...)
 	startupSeconds := ptrValueOr(p.Spec.MaximumStartupDurationSeconds, defaultStartupDuration)
 	return corev1.Container{
 		Name:            containerPrometheus,
@@ -476,6 +477,10 @@ func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, in
 		c.Name = containerInitReloader
 		c.Args = append(c.Args, "--init-mode")
 	} else {
+		// Rule files change through the kubelet's ConfigMap sync; the
+		// sidecar watches the directories and reloads.
+		c.Args = append(c.Args, ruleWatchArgs(p)...)
+		c.VolumeMounts = append(c.VolumeMounts, ruleMounts(p)...)
 		c.Ports = []corev1.ContainerPort{{Name: reloaderPortName, ContainerPort: reloaderPort, Protocol: corev1.ProtocolTCP}}
 	}
 	return c

@@ -53,7 +53,8 @@ type document struct {
 }
 
 type globalDocument struct {
-	Global *globalConfig `yaml:"global"`
+	Global    *globalConfig `yaml:"global"`
+	RuleFiles []string      `yaml:"rule_files,omitempty"`
 }
 
 // limits holds the Prometheus's two values for one per-scrape limit. A monitor's own value is
@@ -254,7 +255,7 @@ func newGenerator(in Input) (*generator, error) {
 	}
 
 	// The global section alone must load; otherwise nothing can ship.
-	if g.globalYAML, err = yaml.Marshal(&globalDocument{Global: gc}); err != nil {
+	if g.globalYAML, err = yaml.Marshal(&globalDocument{Global: gc, RuleFiles: in.RuleFiles}); err != nil {
 		return nil, fmt.Errorf("marshal global section: %w", err)
 	}
 	if _, err := config.Load(string(g.globalYAML), discardLogger); err != nil {

@@ -27,6 +27,8 @@ type Input struct {
 	ServiceMonitors []*monitoringv1.ServiceMonitor // already selected by the caller; any order
 	// Secrets referenced by monitors, keyed "namespace/name". A missing key means the Secret does not exist.
 	Secrets map[string]*corev1.Secret
+	// RuleFiles are the rule_files patterns, written after the global section.
+	RuleFiles []string
 }
 
 // Verdict says whether one input object made it into the config.

@@ -1,0 +1,125 @@
+package localpod
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// syncedVolume is a Secret or ConfigMap volume kept up to date the way the
+// kubelet does it: the files live in a timestamped directory, "..data" points
+// at the current one, and each key is a symlink through "..data". Swapping
+// "..data" with a rename updates every file at once.
+type syncedVolume struct {
+	dir      string
+	kind     string // Secret or ConfigMap
+	name     string
+	optional bool
+	current  map[string][]byte
+	version  int
+}
+
+func (v *syncedVolume) sync(ctx context.Context, c client.Reader, ns string) error {
+	data, err := v.read(ctx, c, ns)
+	if err != nil {
+		return err
+	}
+	if v.current != nil && maps.EqualFunc(v.current, data, func(a, b []byte) bool { return string(a) == string(b) }) {
+		return nil
+	}
+	return v.write(data)
+}
+
+func (v *syncedVolume) read(ctx context.Context, c client.Reader, ns string) (map[string][]byte, error) {
+	key := client.ObjectKey{Namespace: ns, Name: v.name}
+	data := map[string][]byte{}
+	var err error
+	switch v.kind {
+	case "Secret":
+		var s corev1.Secret
+		if err = c.Get(ctx, key, &s); err == nil {
+			maps.Copy(data, s.Data)
+		}
+	default:
+		var cm corev1.ConfigMap
+		if err = c.Get(ctx, key, &cm); err == nil {
+			for k, s := range cm.Data {
+				data[k] = []byte(s)
+			}
+			maps.Copy(data, cm.BinaryData)
+		}
+	}
+	switch {
+	case apierrors.IsNotFound(err) && v.optional:
+		return data, nil // an optional volume is empty until the object exists
+	case err != nil:
+		return nil, fmt.Errorf("volume from %s %s/%s: %w", v.kind, ns, v.name, err)
+	}
+	return data, nil
+}
+
+func (v *syncedVolume) write(data map[string][]byte) error {
+	v.version++
+	gen := "..v" + strconv.Itoa(v.version)
+	genDir := filepath.Join(v.dir, gen)
+	if err := os.MkdirAll(genDir, 0o755); err != nil {
+		return err
+	}
+	for k, b := range data {
+		if err := os.WriteFile(filepath.Join(genDir, k), b, 0o644); err != nil {
+			return err
+		}
+	}
+	tmp := filepath.Join(v.dir, "..data_tmp")
+	_ = os.Remove(tmp)
+	if err := os.Symlink(gen, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(v.dir, "..data")); err != nil {
+		return err
+	}
+	for k := range data {
+		link := filepath.Join(v.dir, k)
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		if err := os.Symlink(filepath.Join("..data", k), link); err != nil {
+			return err
+		}
+	}
+	for k := range v.current {
+		if _, ok := data[k]; !ok {
+			_ = os.Remove(filepath.Join(v.dir, k))
+		}
+	}
+	if v.version > 1 {
+		_ = os.RemoveAll(filepath.Join(v.dir, "..v"+strconv.Itoa(v.version-1)))
+	}
+	v.current = data
+	return nil
+}
+
+func (p *Pod) syncLoop(ctx context.Context, o Options, volumes []*syncedVolume) {
+	defer close(p.syncDone)
+	t := time.NewTicker(o.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, v := range volumes {
+				// Errors are transient here (the kubelet retries too).
+				_ = v.sync(ctx, o.Client, o.PodNamespace)
+			}
+		}
+	}
+}
