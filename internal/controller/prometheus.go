@@ -56,6 +56,7 @@ var ownedKinds = []schema.GroupVersionKind{
 	appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
 	corev1.SchemeGroupVersion.WithKind("Service"),
 	corev1.SchemeGroupVersion.WithKind("Secret"),
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
 }
 
@@ -105,7 +106,7 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 
-	desired, monitors, err := r.render(ctx, p)
+	desired, selected, err := r.render(ctx, p)
 	var specErr *render.SpecError
 	if errors.As(err, &specErr) {
 		// Stalled until the user changes the spec: no requeue, running
@@ -119,29 +120,70 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		st.reconcileErr = &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}
 		return ctrl.Result{}, err
 	}
-	r.reportVerdicts(p, desired.Verdicts, monitors)
+	r.reportVerdicts(p, desired.Verdicts, selected)
 
 	if err := r.applyAll(ctx, p, desired); err != nil {
 		st.reconcileErr = &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}
 		return ctrl.Result{}, err
 	}
 	st.reconciled = true
+	// Accepted now means "in the configuration Prometheus was handed".
+	if err := r.writeBindings(ctx, p, desired.Verdicts); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, nil
 }
 
-func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prometheus) (*render.Desired, map[string]*monitoringv1.ServiceMonitor, error) {
+// writeBindings updates status.bindings on every ServiceMonitor and
+// PrometheusRule: an entry for each selected one, none on the others. nil
+// verdicts remove this Prometheus's entries everywhere.
+func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv1.Prometheus, verdicts []scrape.Verdict) error {
+	byKind := map[string]map[string]verdict{}
+	for _, v := range verdicts {
+		if byKind[v.Kind] == nil {
+			byKind[v.Kind] = map[string]verdict{}
+		}
+		byKind[v.Kind][v.Namespace+"/"+v.Name] = verdict{Accepted: v.Accepted, Reason: v.Reason, Message: v.Message, Generation: v.Generation}
+	}
+	var sms monitoringv1.ServiceMonitorList
+	if err := r.Client.List(ctx, &sms); err != nil {
+		return err
+	}
+	var rules monitoringv1.PrometheusRuleList
+	if err := r.Client.List(ctx, &rules); err != nil {
+		return err
+	}
+	objs := make([]boundObject, 0, len(sms.Items))
+	for i := range sms.Items {
+		objs = append(objs, serviceMonitor{&sms.Items[i]})
+	}
+	err1 := r.syncBindings(ctx, p, objs, byKind[monitoringv1.ServiceMonitorsKind])
+	objs = objs[:0]
+	for i := range rules.Items {
+		objs = append(objs, prometheusRule{&rules.Items[i]})
+	}
+	err2 := r.syncBindings(ctx, p, objs, byKind[monitoringv1.PrometheusRuleKind])
+	return errors.Join(err1, err2)
+}
+
+// render gathers and renders; it also returns the selected objects keyed
+// "<Kind>/<namespace>/<name>", for Events.
+func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prometheus) (*render.Desired, map[string]client.Object, error) {
 	g, err := r.gather.Prometheus(ctx, p)
 	if err != nil {
 		return nil, nil, err
 	}
 	r.refs.set(client.ObjectKeyFromObject(p), g.SecretKeys)
 	g.Inputs.ReloaderImage = r.Options.ReloaderImage
-	monitors := make(map[string]*monitoringv1.ServiceMonitor, len(g.Inputs.ServiceMonitors))
+	selected := make(map[string]client.Object, len(g.Inputs.ServiceMonitors)+len(g.Inputs.Rules))
 	for _, sm := range g.Inputs.ServiceMonitors {
-		monitors[sm.Namespace+"/"+sm.Name] = sm
+		selected[monitoringv1.ServiceMonitorsKind+"/"+sm.Namespace+"/"+sm.Name] = sm
+	}
+	for _, rule := range g.Inputs.Rules {
+		selected[monitoringv1.PrometheusRuleKind+"/"+rule.Namespace+"/"+rule.Name] = rule
 	}
 	d, err := render.Prometheus(g.Inputs)
-	return d, monitors, err
+	return d, selected, err
 }
 
 // applyAll applies every object in order, then prunes what is no longer
@@ -204,6 +246,9 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, p *monitoringv1.Pro
 	if _, err := r.Applier.Prune(ctx, "", labels, "", nil, rbacKinds); err != nil {
 		return fmt.Errorf("clean up after Prometheus %s: %w", klog.KObj(p), err)
 	}
+	if err := r.writeBindings(ctx, p, nil); err != nil {
+		return fmt.Errorf("remove the bindings of Prometheus %s: %w", klog.KObj(p), err)
+	}
 	patch := client.MergeFrom(p.DeepCopy())
 	controllerutil.RemoveFinalizer(p, Finalizer)
 	if err := r.Client.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
@@ -222,7 +267,7 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 
 // reportVerdicts emits an Event on a monitor when its verdict for this
 // Prometheus changes (rejected, or accepted again), not on every reconcile.
-func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdicts []scrape.Verdict, monitors map[string]*monitoringv1.ServiceMonitor) {
+func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdicts []scrape.Verdict, selected map[string]client.Object) {
 	key := client.ObjectKeyFromObject(p)
 	now := make(map[string]scrape.Verdict, len(verdicts))
 	r.mu.Lock()
@@ -231,7 +276,7 @@ func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdic
 		r.verdicts = map[types.NamespacedName]map[string]scrape.Verdict{}
 	}
 	for _, v := range verdicts {
-		now[v.Namespace+"/"+v.Name] = v
+		now[v.Kind+"/"+v.Namespace+"/"+v.Name] = v
 	}
 	r.verdicts[key] = now
 	r.mu.Unlock()
@@ -244,16 +289,16 @@ func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdic
 		if v.Accepted && !seen {
 			continue // newly accepted monitors are the normal case; stay quiet
 		}
-		sm := monitors[k]
-		if sm == nil {
+		obj := selected[k]
+		if obj == nil {
 			continue
 		}
 		if v.Accepted {
-			r.Recorder.Eventf(sm, p, corev1.EventTypeNormal, ReasonMonitorAccepted, "Select",
+			r.Recorder.Eventf(obj, p, corev1.EventTypeNormal, ReasonMonitorAccepted, "Select",
 				"Accepted by Prometheus %s/%s", p.Namespace, p.Name)
 			continue
 		}
-		r.Recorder.Eventf(sm, p, corev1.EventTypeWarning, v.Reason, "Select",
+		r.Recorder.Eventf(obj, p, corev1.EventTypeWarning, v.Reason, "Select",
 			"Rejected by Prometheus %s/%s: %s", p.Namespace, p.Name, v.Message)
 	}
 }

@@ -64,21 +64,26 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &monitoringv1.Prometheus{})).
 		// Secrets are cached as metadata only. Owned ones (the config) revert
 		// drift; referenced ones (credentials) re-render the monitors.
-		WatchesMetadata(&corev1.Secret{}, r.secretHandler()).
+		WatchesMetadata(&corev1.Secret{}, r.metadataHandler(true)).
+		// Rule ConfigMaps: drift and deletion are reverted.
+		WatchesMetadata(&corev1.ConfigMap{}, r.metadataHandler(false)).
 		Watches(&monitoringv1.ServiceMonitor{}, &selectingHandler{c: c, kind: kindServiceMonitor}).
+		Watches(&monitoringv1.PrometheusRule{}, &selectingHandler{c: c, kind: kindPrometheusRule}).
 		Watches(&corev1.Namespace{}, &selectingHandler{c: c, kind: kindNamespace}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		Complete(r)
 }
 
-// secretHandler maps Secret events. On create and update, the echo of the
-// operator's own write (the resourceVersion it just wrote) changes nothing
-// and is dropped; rendering again would only find that out at the cost of a
-// full render. A deletion is never an echo.
-func (r *PrometheusReconciler) secretHandler() handler.EventHandler {
+// metadataHandler maps Secret and ConfigMap events (metadata only). On
+// create and update, the echo of the operator's own write (the
+// resourceVersion it just wrote) changes nothing and is dropped; rendering
+// again would only find that out at the cost of a full render. A deletion is
+// never an echo. Referenced Secrets also reach the Prometheus objects whose
+// monitors read them.
+func (r *PrometheusReconciler) metadataHandler(referenced bool) handler.EventHandler {
 	enqueue := func(q queue, obj client.Object, ownEchoPossible bool) {
 		ownEcho := ownEchoPossible && r.Applier.IsOwnWrite(obj.GetUID(), obj.GetResourceVersion())
-		for _, req := range r.mapSecret(obj, ownEcho) {
+		for _, req := range r.mapOwned(obj, ownEcho, referenced) {
 			q.Add(req)
 		}
 	}
@@ -89,9 +94,9 @@ func (r *PrometheusReconciler) secretHandler() handler.EventHandler {
 	}
 }
 
-// mapSecret returns the owner of an owned Secret (unless the event is our own
-// echo) and every Prometheus whose monitors reference the Secret.
-func (r *PrometheusReconciler) mapSecret(obj client.Object, ownEcho bool) []reconcile.Request {
+// mapOwned returns the owner of an owned object (unless the event is our own
+// echo) and, for referenced kinds, every Prometheus whose monitors read it.
+func (r *PrometheusReconciler) mapOwned(obj client.Object, ownEcho, referenced bool) []reconcile.Request {
 	var out []reconcile.Request
 	for _, ref := range obj.GetOwnerReferences() {
 		if ownEcho {
@@ -100,6 +105,9 @@ func (r *PrometheusReconciler) mapSecret(obj client.Object, ownEcho bool) []reco
 		if ref.Kind == monitoringv1.PrometheusesKind && ref.APIVersion == monitoringv1.SchemeGroupVersion.String() {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}})
 		}
+	}
+	if !referenced {
+		return out
 	}
 	for _, key := range r.refs.referrers(obj.GetNamespace() + "/" + obj.GetName()) {
 		out = append(out, reconcile.Request{NamespacedName: key})
@@ -111,12 +119,31 @@ type watchedKind int
 
 const (
 	kindServiceMonitor watchedKind = iota
+	kindPrometheusRule
 	kindNamespace
 )
 
+// selectors returns the selectors of p that read objects of the kind; a
+// namespace event concerns both.
+func (k watchedKind) selectors(p *monitoringv1.Prometheus) []*selection.Selector {
+	var out []*selection.Selector
+	if k != kindPrometheusRule {
+		if s, err := selection.ServiceMonitors(p); err == nil {
+			out = append(out, s)
+		}
+	}
+	if k != kindServiceMonitor {
+		if s, err := selection.Rules(p); err == nil {
+			out = append(out, s)
+		}
+	}
+	// An invalid selector is reported on the Prometheus itself.
+	return out
+}
+
 // selectingHandler enqueues the Prometheus objects whose selectors match a
-// ServiceMonitor or Namespace — before or after an update, so that a monitor
-// that stops matching is removed from the config too.
+// ServiceMonitor, PrometheusRule or Namespace — before or after an update, so
+// that an object that stops matching is removed from the config too.
 type selectingHandler struct {
 	c    client.Reader
 	kind watchedKind
@@ -132,7 +159,7 @@ func (h *selectingHandler) Update(ctx context.Context, e event.UpdateEvent, q qu
 	if h.kind == kindNamespace && equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
 		return // only labels matter to namespace selectors
 	}
-	if h.kind == kindServiceMonitor && e.ObjectOld.GetGeneration() == e.ObjectNew.GetGeneration() &&
+	if h.kind != kindNamespace && e.ObjectOld.GetGeneration() == e.ObjectNew.GetGeneration() &&
 		equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) &&
 		e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) {
 		return // a status or metadata-only change
@@ -157,15 +184,13 @@ func (h *selectingHandler) enqueue(ctx context.Context, q queue, objs ...client.
 	nsLabels := map[string]map[string]string{}
 	for i := range proms.Items {
 		p := &proms.Items[i]
-		sel, err := selection.ServiceMonitors(p)
-		if err != nil {
-			// An invalid selector is reported on the Prometheus itself.
-			continue
-		}
-		for _, obj := range objs {
-			if h.selects(ctx, sel, p, obj, nsLabels) {
-				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})
-				break
+	selectors:
+		for _, sel := range h.kind.selectors(p) {
+			for _, obj := range objs {
+				if h.selects(ctx, sel, p, obj, nsLabels) {
+					q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})
+					break selectors
+				}
 			}
 		}
 	}

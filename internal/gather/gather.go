@@ -45,7 +45,15 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Inputs: render.Inputs{Prometheus: p, ServiceMonitors: monitors, Secrets: map[string]*corev1.Secret{}}}
+	ruleSel, err := selection.Rules(p)
+	if err != nil {
+		return nil, &render.SpecError{Reason: "InvalidSelector", Message: err.Error()}
+	}
+	rules, err := c.rules(ctx, ruleSel, p.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Inputs: render.Inputs{Prometheus: p, ServiceMonitors: monitors, Rules: rules, Secrets: map[string]*corev1.Secret{}}}
 
 	res.SecretKeys = SecretKeys(monitors)
 	for _, key := range res.SecretKeys {
@@ -91,33 +99,64 @@ func (c *Cluster) serviceMonitors(ctx context.Context, sel *selection.Selector, 
 		return nil, nil
 	}
 	var list monitoringv1.ServiceMonitorList
-	var opts []client.ListOption
-	if sel.OwnNamespaceOnly() {
-		opts = append(opts, client.InNamespace(own))
-	}
-	if err := c.Cache.List(ctx, &list, opts...); err != nil {
+	if err := c.Cache.List(ctx, &list, listScope(sel, own)...); err != nil {
 		return nil, fmt.Errorf("list ServiceMonitors: %w", err)
 	}
-	var nsLabels map[string]map[string]string
-	if !sel.OwnNamespaceOnly() && !sel.AllNamespaces() {
-		var nss corev1.NamespaceList
-		if err := c.Cache.List(ctx, &nss); err != nil {
-			return nil, fmt.Errorf("list Namespaces: %w", err)
-		}
-		nsLabels = make(map[string]map[string]string, len(nss.Items))
-		for i := range nss.Items {
-			nsLabels[nss.Items[i].Name] = nss.Items[i].Labels
-		}
+	nsLabels, err := c.namespaceLabels(ctx, sel)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]*monitoringv1.ServiceMonitor, 0, len(list.Items))
 	for i := range list.Items {
 		sm := &list.Items[i]
-		if !sm.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if sel.Match(sm.Namespace, sm.Labels, nsLabels[sm.Namespace]).Selected {
+		if sm.DeletionTimestamp.IsZero() && sel.Match(sm.Namespace, sm.Labels, nsLabels[sm.Namespace]).Selected {
 			out = append(out, sm)
 		}
+	}
+	return out, nil
+}
+
+func (c *Cluster) rules(ctx context.Context, sel *selection.Selector, own string) ([]*monitoringv1.PrometheusRule, error) {
+	if sel.SelectsNothing() {
+		return nil, nil
+	}
+	var list monitoringv1.PrometheusRuleList
+	if err := c.Cache.List(ctx, &list, listScope(sel, own)...); err != nil {
+		return nil, fmt.Errorf("list PrometheusRules: %w", err)
+	}
+	nsLabels, err := c.namespaceLabels(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*monitoringv1.PrometheusRule, 0, len(list.Items))
+	for i := range list.Items {
+		r := &list.Items[i]
+		if r.DeletionTimestamp.IsZero() && sel.Match(r.Namespace, r.Labels, nsLabels[r.Namespace]).Selected {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func listScope(sel *selection.Selector, own string) []client.ListOption {
+	if sel.OwnNamespaceOnly() {
+		return []client.ListOption{client.InNamespace(own)}
+	}
+	return nil
+}
+
+// namespaceLabels reads namespace labels when the selector needs them.
+func (c *Cluster) namespaceLabels(ctx context.Context, sel *selection.Selector) (map[string]map[string]string, error) {
+	if sel.OwnNamespaceOnly() || sel.AllNamespaces() {
+		return nil, nil
+	}
+	var nss corev1.NamespaceList
+	if err := c.Cache.List(ctx, &nss); err != nil {
+		return nil, fmt.Errorf("list Namespaces: %w", err)
+	}
+	out := make(map[string]map[string]string, len(nss.Items))
+	for i := range nss.Items {
+		out[nss.Items[i].Name] = nss.Items[i].Labels
 	}
 	return out, nil
 }

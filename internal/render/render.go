@@ -22,6 +22,8 @@ type Inputs struct {
 	Prometheus *monitoringv1.Prometheus
 	// ServiceMonitors the Prometheus selects (see package selection).
 	ServiceMonitors []*monitoringv1.ServiceMonitor
+	// Rules are the PrometheusRules the Prometheus selects.
+	Rules []*monitoringv1.PrometheusRule
 	// Secrets referenced by the monitors, keyed "namespace/name"; a missing
 	// key means the Secret does not exist.
 	Secrets map[string]*corev1.Secret

@@ -68,6 +68,11 @@ func ServiceMonitors(p *monitoringv1.Prometheus) (*Selector, error) {
 		"serviceMonitorNamespaceSelector", p.Spec.ServiceMonitorNamespaceSelector, p.Namespace)
 }
 
+// Rules is the Prometheus's PrometheusRule selector.
+func Rules(p *monitoringv1.Prometheus) (*Selector, error) {
+	return New("ruleSelector", p.Spec.RuleSelector, "ruleNamespaceSelector", p.Spec.RuleNamespaceSelector, p.Namespace)
+}
+
 // SelectsNothing reports whether no object can match (nil object selector).
 func (s *Selector) SelectsNothing() bool { return s.objectSel == nil }
 

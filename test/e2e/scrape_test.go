@@ -14,6 +14,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,13 +59,16 @@ func TestAServiceMonitorIsScrapedAndAChangeIsReloadedWithoutRestart(t *testing.T
 	// The team adds a relabeling. The operator rewrites the config Secret;
 	// the reloader sees it through the API (not the kubelet's sync) and
 	// reloads Prometheus in place.
-	if err := k8s.Get(testCtx, client.ObjectKeyFromObject(sm), sm); err != nil {
-		t.Fatal(err)
-	}
-	sm.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{
-		TargetLabel: "environment", Replacement: ptr.To("e2e"), Action: "replace",
-	}}
-	if err := k8s.Update(testCtx, sm); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(sm), sm); err != nil {
+			return err
+		}
+		sm.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{
+			TargetLabel: "environment", Replacement: ptr.To("e2e"), Action: "replace",
+		}}
+		return k8s.Update(testCtx, sm)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	waitQuery(t, fmt.Sprintf(`up{job="app", namespace=%q, environment="e2e"} == 1`, ns), "the new label appears on the scraped series")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,8 +28,28 @@ import (
 	"github.com/lookout-operator/lookout/internal/scheme"
 )
 
-// writes counts every write the operator's client sends.
-var writes atomic.Int64
+// writes counts every write the operator's client sends; writeLog names them.
+var (
+	writes   atomic.Int64
+	writeLog sync.Map // sequence number → "verb kind ns/name"
+)
+
+func recordWrite(verb string, obj client.Object) {
+	n := writes.Add(1)
+	writeLog.Store(n, fmt.Sprintf("%s %T %s/%s", verb, obj, obj.GetNamespace(), obj.GetName()))
+}
+
+// writesSince describes the writes after sequence number n to objects in
+// namespace ns (the operator keeps reconciling other tests' objects).
+func writesSince(n int64, ns string) []string {
+	var out []string
+	for i := n + 1; i <= writes.Load(); i++ {
+		if v, ok := writeLog.Load(i); ok && strings.Contains(v.(string), " "+ns+"/") {
+			out = append(out, v.(string))
+		}
+	}
+	return out
+}
 
 // startOperator runs the controllers in this process, the way `lookout
 // operator` wires them, with a client that counts writes.
@@ -70,27 +91,35 @@ func startOperator() (func(), error) {
 func countingFuncs() interceptor.Funcs {
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			writes.Add(1)
+			recordWrite("create", obj)
 			return c.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			writes.Add(1)
+			recordWrite("update", obj)
 			return c.Update(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			writes.Add(1)
+			recordWrite("patch", obj)
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			writes.Add(1)
+			desc := fmt.Sprintf("apply %T", obj)
+			if o, ok := obj.(interface {
+				GetNamespace() string
+				GetName() string
+				GetKind() string
+			}); ok {
+				desc = fmt.Sprintf("apply %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+			}
+			writeLog.Store(writes.Add(1), desc)
 			return c.Apply(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			writes.Add(1)
+			recordWrite("delete", obj)
 			return c.Delete(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			writes.Add(1)
+			recordWrite("patch "+sub, obj)
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	}

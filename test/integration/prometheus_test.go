@@ -88,22 +88,18 @@ func TestAServiceMonitorChangeReachesTheConfigAndDeletionRemovesTheJob(t *testin
 		return err == nil && strings.Contains(cfg, "serviceMonitor/"+ns+"/app/0"), err
 	})
 
-	sm.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{
-		TargetLabel: "team_label", Replacement: ptr.To("added-by-test"), Action: "replace",
-	}}
-	if err := k8s.Update(testCtx, sm); err != nil {
-		t.Fatal(err)
-	}
+	update(t, sm, func(sm *monitoringv1.ServiceMonitor) {
+		sm.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{
+			TargetLabel: "team_label", Replacement: ptr.To("added-by-test"), Action: "replace",
+		}}
+	})
 	eventually(t, "the relabeling is in the config", func() (bool, error) {
 		cfg, err := configOf(ns, "main")
 		return err == nil && strings.Contains(cfg, "added-by-test"), err
 	})
 
 	// A label change that makes the monitor stop matching removes it.
-	sm.Labels = map[string]string{"team": "b"}
-	if err := k8s.Update(testCtx, sm); err != nil {
-		t.Fatal(err)
-	}
+	update(t, sm, func(sm *monitoringv1.ServiceMonitor) { sm.Labels = map[string]string{"team": "b"} })
 	eventually(t, "the job left the config", func() (bool, error) {
 		cfg, err := configOf(ns, "main")
 		return err == nil && !strings.Contains(cfg, "serviceMonitor/"+ns+"/app/0"), err
@@ -174,8 +170,8 @@ func TestAReconcileWithNothingToChangeWritesNothing(t *testing.T) {
 		return reconciles(t) > beforeReconciles, nil
 	})
 	time.Sleep(500 * time.Millisecond) // any write would have happened by now
-	if got := writes.Load() - before; got != 0 {
-		t.Errorf("a reconcile with nothing to change sent %d writes, want 0", got)
+	if got := writesSince(before, ns); len(got) != 0 {
+		t.Errorf("a reconcile with nothing to change sent %d writes, want 0: %v", len(got), got)
 	}
 }
 
@@ -275,13 +271,7 @@ func TestAnInvalidPrometheusSpecLeavesTheRunningStatefulSetAlone(t *testing.T) {
 	var before appsv1.StatefulSet
 	eventually(t, "the StatefulSet exists", func() (bool, error) { return k8s.Get(testCtx, key, &before) == nil, nil })
 
-	if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.Replicas = ptr.To[int32](-1)
-	if err := k8s.Update(testCtx, p); err != nil {
-		t.Fatal(err)
-	}
+	update(t, p, func(p *monitoringv1.Prometheus) { p.Spec.Replicas = ptr.To[int32](-1) })
 	eventually(t, "Reconciled=False with a reason", func() (bool, error) {
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
 			return false, err
@@ -353,13 +343,7 @@ func TestAnObjectNoLongerDesiredIsDeleted(t *testing.T) {
 
 	// The user brings an existing ServiceAccount: the generated one goes.
 	mustCreate(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own"}})
-	if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.ServiceAccountName = "own"
-	if err := k8s.Update(testCtx, p); err != nil {
-		t.Fatal(err)
-	}
+	update(t, p, func(p *monitoringv1.Prometheus) { p.Spec.ServiceAccountName = "own" })
 	eventually(t, "the generated ServiceAccount is deleted and the pods run as the user's", func() (bool, error) {
 		var sts appsv1.StatefulSet
 		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main"}, &sts); err != nil {

@@ -1,0 +1,200 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// retryInterval bounds the wait after a failed check; the regular interval
+// (an hour) is too long to wait for a transient apiserver error.
+const retryInterval = 10 * time.Second
+
+// rotator keeps the certificate Secret, the files in CertDir and the
+// ValidatingWebhookConfiguration current. It runs on every replica (each
+// serves the webhook from its own files); the replicas agree through the
+// Secret, written with optimistic concurrency.
+type rotator struct {
+	client client.Client // writes
+	reader client.Reader // live reads: Secrets are not cached
+	opts   Options
+	now    func() time.Time
+	log    logr.Logger
+}
+
+// NeedLeaderElection is false: every replica serves the webhook.
+func (r *rotator) NeedLeaderElection() bool { return false }
+
+// Start checks at once, then every RotationCheckInterval (sooner after a
+// failure), until ctx ends.
+func (r *rotator) Start(ctx context.Context) error {
+	for {
+		wait := r.opts.RotationCheckInterval
+		if err := r.check(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.log.Error(err, "Check the webhook certificate and configuration")
+			wait = min(wait, retryInterval)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// check is one pass: certificates (when managed), then the configuration.
+func (r *rotator) check(ctx context.Context) error {
+	var caBundle []byte
+	if r.opts.ManageCerts {
+		var err error
+		if caBundle, err = r.syncCertificates(ctx); err != nil {
+			return err
+		}
+	}
+	return r.applyConfiguration(ctx, caBundle)
+}
+
+// applyConfiguration sends the whole desired configuration; the apiserver
+// writes nothing when it is unchanged.
+func (r *rotator) applyConfiguration(ctx context.Context, caBundle []byte) error {
+	cfg := desiredConfiguration(r.opts, caBundle)
+	if err := r.client.Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply ValidatingWebhookConfiguration %s: %w", r.opts.ConfigurationName, err)
+	}
+	return nil
+}
+
+// syncCertificates makes the Secret hold a CA and a serving certificate
+// that are not due for renewal and cover the configured names, writes them
+// to CertDir (where the webhook server's certificate watcher picks them
+// up) and returns the CA bundle.
+func (r *rotator) syncCertificates(ctx context.Context) ([]byte, error) {
+	key := client.ObjectKey{Namespace: r.opts.Namespace, Name: r.opts.SecretName}
+	dnsNames, ips := r.opts.certNames()
+	for attempt := 0; ; attempt++ {
+		var secret corev1.Secret
+		err := r.reader.Get(ctx, key, &secret)
+		exists := err == nil
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("read Secret %s: %w", key, err)
+		}
+		var current *keyMaterial
+		if exists {
+			if current, err = parseKeyMaterial(secret.Data); err != nil {
+				r.log.Info("Replacing the webhook certificate Secret", "secret", key.String(), "problem", err.Error())
+			}
+		}
+		next, reason, err := planCertificates(current, certRequest{
+			now: r.now(), dnsNames: dnsNames, ips: ips,
+			validity: r.opts.CertValidity, caValidity: r.opts.CAValidity,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if reason != "" {
+			err := r.writeSecret(ctx, &secret, exists, next)
+			if (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) && attempt < 5 {
+				// Another replica wrote first: start over from its result.
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("write Secret %s: %w", key, err)
+			}
+			r.log.Info("Issued the webhook certificate", "secret", key.String(), "reason", reason,
+				"notAfter", next.leaf.NotAfter, "caNotAfter", next.ca.NotAfter)
+		}
+		if err := writeCertFiles(r.opts.CertDir, next); err != nil {
+			return nil, err
+		}
+		return next.bundlePEM(), nil
+	}
+}
+
+func (r *rotator) writeSecret(ctx context.Context, secret *corev1.Secret, exists bool, m *keyMaterial) error {
+	data, err := m.data()
+	if err != nil {
+		return err
+	}
+	if !exists {
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: r.opts.Namespace,
+				Name:      r.opts.SecretName,
+				Labels: map[string]string{
+					"app.kubernetes.io/name":       "lookout",
+					"app.kubernetes.io/component":  "webhook",
+					"app.kubernetes.io/managed-by": "lookout",
+				},
+			},
+			Type: corev1.SecretTypeTLS,
+			Data: data,
+		}
+		return r.client.Create(ctx, secret, client.FieldOwner(FieldOwner))
+	}
+	// Update carries the resourceVersion read above: a concurrent writer
+	// makes this fail with a conflict instead of being overwritten.
+	secret.Data = data
+	return r.client.Update(ctx, secret, client.FieldOwner(FieldOwner))
+}
+
+// writeCertFiles writes tls.crt, tls.key and ca.crt when they differ from
+// what is on disk, each by rename so that a reader never sees half a file.
+// Between the two renames the watcher may see a key that does not match the
+// certificate; it refuses that pair and keeps serving the previous one until
+// the second file follows.
+func writeCertFiles(dir string, m *keyMaterial) error {
+	data, err := m.data()
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		mode os.FileMode
+	}{{keyTLSKey, 0o600}, {keyTLSCert, 0o644}, {keyCACert, 0o644}} {
+		if err := writeFileIfChanged(filepath.Join(dir, f.name), data[f.name], f.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFileIfChanged(path string, data []byte, mode os.FileMode) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
