@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/render/prometheus"
+	"github.com/lookout-operator/lookout/internal/render/rules"
 	"github.com/lookout-operator/lookout/internal/render/scrape"
 )
 
@@ -52,6 +53,10 @@ type SpecError struct {
 
 func (e *SpecError) Error() string { return e.Message }
 
+// The pod mounts a fixed number of rule ConfigMap names; the rules renderer
+// must never produce more.
+var _ = [1]struct{}{}[rules.MaxConfigMaps-prometheus.RuleConfigMapSlots]
+
 // Prometheus renders one Prometheus.
 func Prometheus(in Inputs) (*Desired, error) {
 	p := in.Prometheus
@@ -61,9 +66,22 @@ func Prometheus(in Inputs) (*Desired, error) {
 		}
 		return nil, &SpecError{Reason: "InvalidSpec", Message: err.Error()}
 	}
-	res, err := scrape.Generate(scrape.Input{Prometheus: p, ServiceMonitors: in.ServiceMonitors, Secrets: in.Secrets})
+	ruleRes, err := rules.Generate(rules.Input{Prometheus: p, Rules: in.Rules})
+	if err != nil {
+		return nil, &SpecError{Reason: "InvalidRules", Message: err.Error()}
+	}
+	res, err := scrape.Generate(scrape.Input{
+		Prometheus: p, ServiceMonitors: in.ServiceMonitors, Secrets: in.Secrets,
+		// Always present, so the first rule needs no config change: the
+		// reloader sees the new file and reloads.
+		RuleFiles: prometheus.RuleFilesGlobs(p.Name),
+	})
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidConfig", Message: err.Error()}
+	}
+	verdicts := res.Verdicts
+	for _, v := range ruleRes.Verdicts {
+		verdicts = append(verdicts, scrape.Verdict(v))
 	}
 	gz, err := Gzip(res.Config)
 	if err != nil {
@@ -75,11 +93,12 @@ func Prometheus(in Inputs) (*Desired, error) {
 		AllNamespaces:        res.AllNamespaces,
 		ServiceAccountExists: in.ServiceAccountExists,
 		ReloaderImage:        in.ReloaderImage,
+		RuleConfigMaps:       ruleRes.ConfigMaps,
 	})
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidSpec", Message: fmt.Sprintf("render objects: %v", err)}
 	}
-	return &Desired{Objects: objs, Verdicts: res.Verdicts, Config: res.Config}, nil
+	return &Desired{Objects: objs, Verdicts: verdicts, Config: res.Config}, nil
 }
 
 // Gzip compresses deterministically: no name, no modification time.

@@ -49,8 +49,13 @@ func sanitize(s string) string {
 	return b.String()
 }
 
+// testLogger logs warnings and errors; LOOKOUT_TEST_LOG=debug shows everything.
 func testLogger() logr.Logger {
-	return logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	if os.Getenv("LOOKOUT_TEST_LOG") == "debug" {
+		level = slog.Level(-10)
+	}
+	return logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
 // update re-reads obj, applies mutate and updates it, retrying on conflicts

@@ -24,9 +24,14 @@ func RuleConfigMapName(name string, i int) string {
 	return "prometheus-" + name + "-rulefiles-" + strconv.Itoa(i)
 }
 
-// RuleFilesGlob is the rule_files pattern that finds every rule file of a Prometheus.
-func RuleFilesGlob(name string) string {
-	return path.Join(RulesDir, "prometheus-"+name+"-rulefiles-*", "*.yaml")
+// RuleFilesGlobs are the rule_files patterns, one per ConfigMap slot:
+// Prometheus allows a wildcard only in the last path segment.
+func RuleFilesGlobs(name string) []string {
+	out := make([]string, 0, RuleConfigMapSlots)
+	for i := range RuleConfigMapSlots {
+		out = append(out, path.Join(RulesDir, RuleConfigMapName(name, i), "*.yaml"))
+	}
+	return out
 }
 
 func ruleVolumeName(i int) string { return "rules-" + strconv.Itoa(i) }

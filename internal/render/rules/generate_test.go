@@ -451,3 +451,24 @@ func TestFileName(t *testing.T) {
 }
 
 func keys(m map[string]string) []string { return sortedKeys(m) }
+
+// Prometheus's parser reports label problems in map order; the message must not change
+// from one run to the next, or every reconcile would rewrite the status.
+func TestRejectionMessageIsStable(t *testing.T) {
+	p := newPrometheus(withPromSpec(func(s *monitoringv1.PrometheusSpec) {
+		s.NameValidationScheme = ptr(monitoringv1.LegacyNameValidationScheme)
+	}))
+	pr := newRule("default", "app", withGroups(group("g",
+		alert("A", "up == 0", ruleLabels("a.1", "x", "b.2", "x", "c.3", "x", "d.4", "x", "e.5", "x")),
+	)))
+	want := `group "g", rule 1 (alert A): invalid label name: a.1; group "g", rule 1 (alert A): invalid label name: b.2; group "g", rule 1 (alert A): invalid label name: c.3; and 2 more`
+	for i := range 20 {
+		res, err := Generate(newInput(p, rules(pr)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Verdicts[0].Message; got != want {
+			t.Fatalf("run %d: message\n got %q\nwant %q", i, got, want)
+		}
+	}
+}

@@ -115,7 +115,7 @@ type problem struct {
 const maxProblemsInMessage = 3
 
 // rejectFor turns the problems of one PrometheusRule into its rejection: the reason of the
-// first, the messages of the first few.
+// first, the messages of the first few. Problems of the same group or rule keep their order.
 func rejectFor(problems []problem) *rejection {
 	if len(problems) == 0 {
 		return nil
@@ -125,10 +125,7 @@ func rejectFor(problems []problem) *rejection {
 		if a.group != b.group {
 			return a.group < b.group
 		}
-		if a.rule != b.rule {
-			return a.rule < b.rule
-		}
-		return a.message < b.message
+		return a.rule < b.rule
 	})
 	n := min(len(problems), maxProblemsInMessage)
 	msgs := make([]string, 0, n+1)
@@ -300,6 +297,8 @@ func (r *renderer) check(out []byte, doc *fileDocument) []problem {
 		problems = append(problems, problem{group: gi, rule: ri, reason: ReasonInvalidRules,
 			message: ruleName(rerr.Group, gi, ri, rd.Alert, rd.Record) + ": " + oneLine(msg)})
 	}
+	// The parser walks label and annotation maps, so its errors come in random order.
+	sort.Slice(problems, func(i, j int) bool { return problems[i].message < problems[j].message })
 	return problems
 }
 
