@@ -1,6 +1,8 @@
 # Lookout — see README.md. Binaries for tests and the demo are built from Go
 # modules under tools/ and cached in $(LOOKOUT_CACHE) (default ~/.cache/lookout).
 
+SHELL     := /bin/bash
+.SHELLFLAGS := -o pipefail -ec
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -21,8 +23,9 @@ tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manage
 	$(GO) run ./hack/tools controlplane prometheus
 
 test: tools vet ## Unit, integration (real kube-apiserver) and end-to-end (real Prometheus) tests
+	@hack/check-no-leftovers.sh snapshot _output/processes-before-test
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -json ./... | $(GO) run ./hack/testsummary
-	hack/check-no-leftovers.sh
+	hack/check-no-leftovers.sh check _output/processes-before-test
 
 unit: ## Only the tests that need no control plane
 	$(GO) test -count=1 ./internal/... ./cmd/...
