@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,10 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lookout-operator/lookout/internal/controller"
 	"github.com/lookout-operator/lookout/internal/scheme"
 	"github.com/lookout-operator/lookout/internal/version"
+	lookoutwebhook "github.com/lookout-operator/lookout/internal/webhook"
 )
 
 type operatorOptions struct {
@@ -35,6 +39,9 @@ type operatorOptions struct {
 	workers                 int
 	reloaderImage           string
 	kubeconfig              string
+	webhook                 bool
+	wh                      lookoutwebhook.Options
+	whFailurePolicy         string
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -57,6 +64,20 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&o.logFormat, "log-format", "json", "Log format: json or text")
 	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error")
 	f.IntVar(&o.workers, "workers", 4, "Concurrent reconciles per controller")
+	f.BoolVar(&o.webhook, "webhook", true, "Serve the validating admission webhook and manage its ValidatingWebhookConfiguration")
+	f.IntVar(&o.wh.Port, "webhook-port", 9443, "Port of the webhook server")
+	f.StringVar(&o.wh.Host, "webhook-host", "", "Address the webhook server binds (default: all)")
+	f.StringVar(&o.wh.CertDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "lookout-webhook-certs"), "Directory of the webhook's tls.crt and tls.key")
+	f.BoolVar(&o.wh.ManageCerts, "webhook-manage-certs", true, "Generate, store and rotate the webhook certificates and inject the CA bundle (off when cert-manager provides them)")
+	f.StringVar(&o.wh.SecretName, "webhook-secret", "lookout-webhook-tls", "Secret (in the operator namespace) that stores the webhook CA and certificate")
+	f.StringVar(&o.wh.ServiceName, "webhook-service", "lookout-webhook", "Service in front of the operator pods that the apiserver calls")
+	f.Int32Var(&o.wh.ServicePort, "webhook-service-port", 443, "Port of that Service")
+	f.StringVar(&o.wh.URL, "webhook-url", "", "Call the webhook at this https URL instead of the Service (operator outside the cluster)")
+	f.StringSliceVar(&o.wh.ExtraSANs, "webhook-extra-sans", nil, "More DNS names or IPs for the webhook certificate")
+	f.StringVar(&o.whFailurePolicy, "webhook-failure-policy", "Ignore", "Ignore (a webhook that is down never blocks the cluster) or Fail")
+	f.Int32Var(&o.wh.TimeoutSeconds, "webhook-timeout-seconds", 5, "Seconds the apiserver waits for the webhook")
+	f.StringVar(&o.wh.ConfigurationName, "webhook-configuration", "lookout", "Name of the ValidatingWebhookConfiguration")
+	f.StringVar(&o.wh.CAInjectFrom, "webhook-ca-inject-from", "", "With --webhook-manage-certs=false: cert-manager Certificate <namespace>/<name> for CA injection")
 	f.StringVar(&o.reloaderImage, "reloader-image", "lookout-reloader:"+version.Version, "Image of the config-reloader sidecar")
 	return cmd
 }
@@ -113,7 +134,10 @@ func runOperator(o operatorOptions) error {
 		}
 	}
 
+	o.wh.Namespace = leNamespace
+	o.wh.FailurePolicy = admissionregistrationv1.FailurePolicyType(o.whFailurePolicy)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:                 crwebhook.NewServer(o.wh.ServerOptions()),
 		Scheme:                        scheme.Scheme,
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
@@ -143,6 +167,15 @@ func runOperator(o operatorOptions) error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	if o.webhook {
+		// Every replica serves the webhook; only the leader reconciles.
+		if err := lookoutwebhook.Setup(mgr, o.wh); err != nil {
+			return fmt.Errorf("set up the admission webhook: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return err
+		}
 	}
 	if err := controller.Setup(mgr, controller.Options{
 		Workers:       o.workers,

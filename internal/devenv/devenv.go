@@ -83,6 +83,10 @@ func StartOperator(ctx context.Context, bin, kubeconfig, logPath string, extraAr
 	if err != nil {
 		return nil, err
 	}
+	webhookPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -93,6 +97,12 @@ func StartOperator(ctx context.Context, bin, kubeconfig, logPath string, extraAr
 		"--metrics-bind-address=0",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
 		"--reloader-image=lookout-reloader:local",
+		// Outside a cluster the apiserver calls the webhook by URL.
+		"--webhook=true",
+		"--webhook-host=127.0.0.1",
+		fmt.Sprintf("--webhook-port=%d", webhookPort),
+		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d", webhookPort),
+		"--webhook-cert-dir=" + filepath.Join(filepath.Dir(logPath), "webhook-certs"),
 	}, extraArgs...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f

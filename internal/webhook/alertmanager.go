@@ -29,11 +29,11 @@ type amSpec struct {
 }
 
 type amRoute struct {
-	receiver                                string
+	receiver                                 string
 	groupWait, groupInterval, repeatInterval *monitoringv1.NonEmptyDuration
-	matchers                                []amMatcher
-	muteTimeIntervals, activeTimeIntervals  []string
-	routes                                  []apiextensionsv1.JSON
+	matchers                                 []amMatcher
+	muteTimeIntervals, activeTimeIntervals   []string
+	routes                                   []apiextensionsv1.JSON
 }
 
 type amMatcher struct {
@@ -191,7 +191,7 @@ func validateAMRoute(p *field.Path, r *amRoute, s *amSpec, receivers, intervals 
 		cp := p.Child("routes").Index(i)
 		child, err := s.decodeRoute(raw.Raw)
 		if err != nil {
-			errs = append(errs, field.Invalid(cp, string(raw.Raw), "not a route: "+err.Error()))
+			errs = append(errs, invalid(cp, "not a route: "+err.Error()))
 			continue
 		}
 		errs = append(errs, validateAMRoute(cp, child, s, receivers, intervals, depth+1)...)
@@ -263,7 +263,7 @@ func walkValidators(p *field.Path, v any, depth int, errs *field.ErrorList) {
 	}
 	if val, ok := v.(validator); ok && depth > 0 {
 		if err := val.Validate(); err != nil {
-			*errs = append(*errs, field.Invalid(p, "", err.Error()))
+			*errs = append(*errs, invalid(p, err.Error()))
 		}
 		return
 	}

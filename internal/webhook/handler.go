@@ -65,10 +65,9 @@ func newObject(gvk schema.GroupVersionKind) runtime.Object {
 	return nil
 }
 
-// handler answers the admission requests of one kind.
-type handler struct {
-	kind kindSpec
-}
+// handler answers admission requests for every validated kind; it reads
+// the kind from the request.
+type handler struct{}
 
 // Handle validates the object of a CREATE or UPDATE. When in doubt it
 // allows: the controller validates again and reports on status, and a

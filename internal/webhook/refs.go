@@ -149,3 +149,9 @@ func forEachChild(p *field.Path, v any, fn func(*field.Path, any)) {
 		}
 	}
 }
+
+// invalid reports a problem of a whole object or of a combination of its
+// fields, where no single value is the culprit.
+func invalid(path *field.Path, detail string) *field.Error {
+	return field.Invalid(path, field.OmitValueType{}, detail)
+}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -94,7 +95,7 @@ func (r *rotator) syncCertificates(ctx context.Context) ([]byte, error) {
 		var current *keyMaterial
 		if exists {
 			if current, err = parseKeyMaterial(secret.Data); err != nil {
-				r.log.Info("Replacing the webhook certificate Secret", "secret", key.String(), "problem", err.Error())
+				r.log.Info("Replacing the webhook certificate Secret", "secret", klog.KRef(key.Namespace, key.Name), "problem", err.Error())
 			}
 		}
 		next, reason, err := planCertificates(current, certRequest{
@@ -113,7 +114,7 @@ func (r *rotator) syncCertificates(ctx context.Context) ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("write Secret %s: %w", key, err)
 			}
-			r.log.Info("Issued the webhook certificate", "secret", key.String(), "reason", reason,
+			r.log.Info("Issued the webhook certificate", "secret", klog.KRef(key.Namespace, key.Name), "reason", reason,
 				"notAfter", next.leaf.NotAfter, "caNotAfter", next.ca.NotAfter)
 		}
 		if err := writeCertFiles(r.opts.CertDir, next); err != nil {

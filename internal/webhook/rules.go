@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/template"
+	"go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
 )
 
 // nameScheme is how metric and label names are checked. Prometheus 3 accepts
@@ -26,7 +26,9 @@ var nameScheme = model.UTF8Validation
 
 // PromQL parsers: the permissive one accepts everything a Prometheus with
 // every feature flag accepts (refusing a rule that runs on someone's
-// Prometheus would be wrong); the strict one tells when a rule needs flags.
+// Prometheus would be wrong); the strict one, a Prometheus without flags,
+// tells when a rule needs them. Duration expressions are always on in the
+// Prometheus server (and in the controller's rule renderer).
 var (
 	permissivePromQL = parser.NewParser(parser.Options{
 		EnableExperimentalFunctions:  true,
@@ -34,7 +36,7 @@ var (
 		EnableExtendedRangeSelectors: true,
 		EnableBinopFillModifiers:     true,
 	})
-	strictPromQL = parser.NewParser(parser.Options{})
+	strictPromQL = parser.NewParser(parser.Options{ExperimentalDurationExpr: true})
 )
 
 // ValidatePrometheusRule checks what Prometheus checks when it loads the
@@ -90,6 +92,10 @@ func validateRule(path *field.Path, r *monitoringv1.Rule) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("record"), r.Record, "a rule is either a recording rule (record) or an alerting rule (alert), not both"))
 	case r.Record == "" && r.Alert == "":
 		errs = append(errs, field.Required(path.Child("alert"), "a rule needs either alert (an alerting rule) or record (a recording rule)"))
+	}
+	if r.Alert != "" && !model.LabelValue(r.Alert).IsValid() {
+		// The alert name becomes the alertname label.
+		errs = append(errs, field.Invalid(path.Child("alert"), r.Alert, "not valid UTF-8"))
 	}
 
 	expr := r.Expr.String()
@@ -174,26 +180,26 @@ func parseAlertTemplate(alert, text string) error {
 // ruleFile is the rule file Prometheus reads for a PrometheusRule, in the
 // fields Prometheus knows (Thanos's partial_response_strategy left out).
 type ruleFile struct {
-	Groups []ruleFileGroup `json:"groups"`
+	Groups []ruleFileGroup `yaml:"groups"`
 }
 
 type ruleFileGroup struct {
-	Name        string            `json:"name"`
-	Interval    string            `json:"interval,omitempty"`
-	QueryOffset string            `json:"query_offset,omitempty"`
-	Limit       int               `json:"limit,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Rules       []ruleFileRule    `json:"rules"`
+	Name        string            `yaml:"name"`
+	Interval    string            `yaml:"interval,omitempty"`
+	QueryOffset string            `yaml:"query_offset,omitempty"`
+	Limit       int               `yaml:"limit,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty"`
+	Rules       []ruleFileRule    `yaml:"rules"`
 }
 
 type ruleFileRule struct {
-	Record        string            `json:"record,omitempty"`
-	Alert         string            `json:"alert,omitempty"`
-	Expr          string            `json:"expr"`
-	For           string            `json:"for,omitempty"`
-	KeepFiringFor string            `json:"keep_firing_for,omitempty"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	Annotations   map[string]string `json:"annotations,omitempty"`
+	Record        string            `yaml:"record,omitempty"`
+	Alert         string            `yaml:"alert,omitempty"`
+	Expr          string            `yaml:"expr"`
+	For           string            `yaml:"for,omitempty"`
+	KeepFiringFor string            `yaml:"keep_firing_for,omitempty"`
+	Labels        map[string]string `yaml:"labels,omitempty"`
+	Annotations   map[string]string `yaml:"annotations,omitempty"`
 }
 
 var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -246,7 +252,7 @@ func parseWithRulefmt(r *monitoringv1.PrometheusRule) field.ErrorList {
 				detail = inner.Error()
 			}
 		}
-		errs = append(errs, field.Invalid(path, "", detail))
+		errs = append(errs, invalid(path, detail))
 	}
 	return errs
 }

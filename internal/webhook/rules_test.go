@@ -213,7 +213,7 @@ func TestRulefmtErrorsAreMappedToTheRule(t *testing.T) {
 	// only it refuses by calling it directly.
 	r := promRule(group("a", alertRule("A", "up")), group("b", alertRule("B", "up"), recordRule("r", "up ==")))
 	errs := parseWithRulefmt(r)
-	expectErrors(t, errs, []string{"spec.groups[1].rules[1]: Invalid value: \"\": could not parse expression: 1:6: parse error"})
+	expectErrors(t, errs, []string{"spec.groups[1].rules[1]: Invalid value: could not parse expression: 1:6: parse error"})
 	if strings.Contains(errs[0].Error(), "group \"b\"") {
 		t.Errorf("the message repeats the position in the rendered file: %v", errs[0])
 	}
@@ -234,6 +234,10 @@ func TestPrometheusRuleWarnings(t *testing.T) {
 			name: "warns about a UTF-8 record name",
 			rule: promRule(group("g", recordRule("a.b", "up"))),
 			want: []string{`spec.groups[0].rules[0].record: "a.b" needs Prometheus 3`},
+		},
+		{
+			name: "says nothing about a duration expression, which needs no flag",
+			rule: promRule(group("g", recordRule("x", "rate(up[5m * 2])"))),
 		},
 		{
 			name: "says nothing about a plain rule",

@@ -30,6 +30,7 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -171,7 +172,8 @@ func (o *Options) validate() error {
 	return errors.Join(errs...)
 }
 
-// serviceDNSNames are the names the apiserver may use to reach the Service.
+// certNames are the names the serving certificate must cover: those the
+// apiserver uses for the Service, the URL's host and the extra names.
 func (o *Options) certNames() (dnsNames []string, ips []net.IP) {
 	add := func(s string) {
 		if s == "" {
@@ -242,11 +244,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 
 	for _, k := range kinds {
 		server.Register(k.path(), &admission.Webhook{
-			Handler: &handler{kind: k},
-			LogConstructor: func(base logr.Logger, req *admission.Request) logr.Logger {
+			Handler: &handler{},
+			LogConstructor: func(_ logr.Logger, req *admission.Request) logr.Logger {
 				l := log.WithValues("webhook", k.webhookName())
 				if req != nil {
-					l = l.WithValues("object", req.Namespace+"/"+req.Name, "operation", req.Operation)
+					l = l.WithValues("object", klog.KRef(req.Namespace, req.Name), "operation", req.Operation)
 				}
 				return l
 			},
