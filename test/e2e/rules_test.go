@@ -171,4 +171,3 @@ func ptrDuration(d string) *monitoringv1.Duration {
 	x := monitoringv1.Duration(d)
 	return &x
 }
-
