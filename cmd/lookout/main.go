@@ -4,6 +4,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +25,11 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newOperatorCommand(), newVersionCommand())
+	// Installed as kubectl-lookout, it is the kubectl plugin `kubectl lookout`.
+	if filepath.Base(os.Args[0]) == "kubectl-lookout" {
+		root.Use = "kubectl lookout"
+	}
+	root.AddCommand(newOperatorCommand(), newRenderCommand(), newExplainCommand(), newVersionCommand())
 	return root
 }
 

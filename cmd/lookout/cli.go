@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/cli"
+	"github.com/lookout-operator/lookout/internal/scheme"
+	"github.com/lookout-operator/lookout/internal/version"
+)
+
+func newRenderCommand() *cobra.Command {
+	o := cli.RenderOptions{}
+	cmd := &cobra.Command{
+		Use:   "render -f FILE_OR_DIR... [--prometheus NAMESPACE/NAME]",
+		Short: "Render Prometheus objects from YAML files, offline, exactly as the operator would",
+		Long: `render reads Prometheus, ServiceMonitor, PrometheusRule, Secret, Namespace and
+ServiceAccount objects from files and prints what the operator would write: every
+Kubernetes object (-o objects), the prometheus.yaml (-o config), the rule files
+(-o rules), or which monitors and rules are accepted (-o verdicts). No cluster is
+needed. Rejections are listed on stderr.`,
+		Example: `  lookout render -f examples/ -o config
+  lookout render -f manifests/ --prometheus monitoring/k8s -o rules`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(o.Files) == 0 {
+				return fmt.Errorf("give the input with -f (files or directories, - for stdin)")
+			}
+			return cli.Render(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "Files or directories with the objects (repeatable)")
+	cmd.Flags().StringVar(&o.Prometheus, "prometheus", "", "The Prometheus to render, NAMESPACE/NAME (default: all)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", cli.OutputObjects, "objects, config, rules or verdicts")
+	cmd.Flags().StringVar(&o.ReloaderImage, "reloader-image", "lookout-reloader:"+version.Version, "Image of the config-reloader sidecar (as given to the operator)")
+	return cmd
+}
+
+func newExplainCommand() *cobra.Command {
+	o := cli.ExplainOptions{}
+	var files []string
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "explain KIND NAMESPACE/NAME",
+		Short: "Explain which Prometheus objects select a monitor or rule, and why not",
+		Long: `explain answers "why is my ServiceMonitor not scraped?": for every Prometheus it
+says whether it selects the object, and if not the exact reason (the label that does
+not match, the namespace that is not selected); if it does, whether the object was
+accepted (and the jobs or rule file it produced) or rejected, with the message.
+It reads the cluster of your kubeconfig, or files with -f.`,
+		Example: `  lookout explain servicemonitor default/example-app
+  kubectl lookout explain prometheusrule monitoring/node-rules
+  lookout explain servicemonitor default/app -f manifests/`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Kind, o.Key = args[0], args[1]
+			var c client.Reader
+			if len(files) > 0 {
+				objs, err := cli.ReadFiles(files)
+				if err != nil {
+					return err
+				}
+				if c, err = cli.FileReader(objs); err != nil {
+					return err
+				}
+			} else {
+				cfg, err := restConfig(kubeconfig)
+				if err != nil {
+					return fmt.Errorf("load Kubernetes client configuration: %w", err)
+				}
+				if c, err = newClient(cfg); err != nil {
+					return err
+				}
+			}
+			return cli.Explain(cmd.Context(), c, o, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "Read objects from files or directories instead of the cluster")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	cmd.Flags().StringVar(&o.ReloaderImage, "reloader-image", "lookout-reloader:"+version.Version, "Image of the config-reloader sidecar")
+	return cmd
+}
+
+func newClient(cfg *rest.Config) (client.Client, error) {
+	return client.New(cfg, client.Options{Scheme: scheme.Scheme})
+}

@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/lookout-operator/lookout/internal/gather"
+	"github.com/lookout-operator/lookout/internal/render"
+)
+
+// Output formats of render.
+const (
+	OutputObjects  = "objects"  // every Kubernetes object, as a YAML stream
+	OutputConfig   = "config"   // the prometheus.yaml
+	OutputRules    = "rules"    // every rule file
+	OutputVerdicts = "verdicts" // accepted or rejected, per monitor and rule
+)
+
+// RenderOptions configure Render.
+type RenderOptions struct {
+	Files []string
+	// Prometheus is "namespace/name"; empty renders every Prometheus found.
+	Prometheus    string
+	Output        string
+	ReloaderImage string
+}
+
+// Render renders Prometheus objects from files, with no cluster, exactly as
+// the controller would. Rejections are listed on errOut.
+func Render(ctx context.Context, o RenderOptions, out, errOut io.Writer) error {
+	objs, err := ReadFiles(o.Files)
+	if err != nil {
+		return err
+	}
+	c, err := FileReader(objs)
+	if err != nil {
+		return err
+	}
+	proms, err := selectPrometheus(ctx, c, o.Prometheus)
+	if err != nil {
+		return err
+	}
+	if len(proms) > 1 && (o.Output == OutputConfig || o.Output == OutputRules) {
+		return fmt.Errorf("%d Prometheus objects in the input; choose one with --prometheus NAMESPACE/NAME", len(proms))
+	}
+	for i, p := range proms {
+		d, err := RenderOne(ctx, c, p, o.ReloaderImage)
+		if err != nil {
+			return err
+		}
+		for _, v := range d.Verdicts {
+			if !v.Accepted {
+				fmt.Fprintf(errOut, "rejected: %s %s/%s by Prometheus %s/%s: %s: %s\n", v.Kind, v.Namespace, v.Name, p.Namespace, p.Name, v.Reason, v.Message)
+			}
+		}
+		switch o.Output {
+		case OutputConfig:
+			_, err = out.Write(d.Config)
+		case OutputRules:
+			err = writeRules(out, d)
+		case OutputVerdicts:
+			err = writeVerdicts(out, p, d)
+		case OutputObjects, "":
+			if i > 0 {
+				fmt.Fprintln(out, "---")
+			}
+			err = writeObjects(out, d.Objects)
+		default:
+			return fmt.Errorf("unknown output %q: want objects, config, rules or verdicts", o.Output)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RenderOne gathers and renders one Prometheus from a reader.
+func RenderOne(ctx context.Context, c client.Reader, p *monitoringv1.Prometheus, reloaderImage string) (*render.Desired, error) {
+	g, err := (&gather.Cluster{Cache: c, Live: c}).Prometheus(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	g.Inputs.ReloaderImage = reloaderImage
+	d, err := render.Prometheus(g.Inputs)
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return d, nil
+}
+
+func selectPrometheus(ctx context.Context, c client.Reader, key string) ([]*monitoringv1.Prometheus, error) {
+	var list monitoringv1.PrometheusList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	var out []*monitoringv1.Prometheus
+	for i := range list.Items {
+		p := &list.Items[i]
+		if key == "" || key == p.Namespace+"/"+p.Name || (!strings.Contains(key, "/") && key == p.Name) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		if key != "" {
+			return nil, fmt.Errorf("no Prometheus %s in the input", key)
+		}
+		return nil, fmt.Errorf("no Prometheus object in the input")
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name })
+	return out, nil
+}
+
+// writeObjects prints objects as `kubectl apply` would take them: no status,
+// no unset fields.
+func writeObjects(out io.Writer, objs []client.Object) error {
+	for i, obj := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		delete(m, "status")
+		if md, ok := m["metadata"].(map[string]any); ok {
+			delete(md, "creationTimestamp")
+		}
+		if tmpl := nested(m, "spec", "template", "metadata"); tmpl != nil {
+			delete(tmpl, "creationTimestamp")
+		}
+		b, err := yaml.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			fmt.Fprintln(out, "---")
+		}
+		if _, err := out.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nested(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return nil
+		}
+		m = next
+	}
+	return m
+}
+
+func writeRules(out io.Writer, d *render.Desired) error {
+	for _, obj := range d.Objects {
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok {
+			continue
+		}
+		keys := make([]string, 0, len(cm.Data))
+		for k := range cm.Data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(out, "# ConfigMap %s, file %s\n%s", cm.Name, k, cm.Data[k])
+			if !strings.HasSuffix(cm.Data[k], "\n") {
+				fmt.Fprintln(out)
+			}
+		}
+	}
+	return nil
+}
+
+func writeVerdicts(out io.Writer, p *monitoringv1.Prometheus, d *render.Desired) error {
+	fmt.Fprintf(out, "Prometheus %s/%s\n", p.Namespace, p.Name)
+	for _, v := range d.Verdicts {
+		state := "accepted"
+		if !v.Accepted {
+			state = "rejected (" + v.Reason + "): " + v.Message
+		}
+		fmt.Fprintf(out, "  %-15s %s/%s: %s\n", v.Kind, v.Namespace, v.Name, state)
+	}
+	return nil
+}
