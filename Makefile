@@ -17,6 +17,7 @@ all: build
 
 build: ## Build lookout and lookout-reloader into bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lookout ./cmd/lookout
+	ln -sf lookout bin/kubectl-lookout   # with bin/ on PATH: kubectl lookout ...
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lookout-reloader ./cmd/lookout-reloader
 
 tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl and Prometheus
