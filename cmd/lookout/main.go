@@ -27,7 +27,7 @@ func newRootCommand() *cobra.Command {
 	}
 	// Installed as kubectl-lookout, it is the kubectl plugin `kubectl lookout`.
 	if filepath.Base(os.Args[0]) == "kubectl-lookout" {
-		root.Use = "kubectl lookout"
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl lookout"}
 	}
 	root.AddCommand(newOperatorCommand(), newRenderCommand(), newExplainCommand(), newVersionCommand())
 	return root
