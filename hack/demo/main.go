@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -135,14 +136,25 @@ func run(exitAfter bool, ldflags string) error {
 	}
 	fmt.Println(target)
 
+	step("Rule groups Prometheus loaded from PrometheusRule default/example-rules (ConfigMap prometheus-platform-rulefiles-0)")
+	if groups, err := ruleGroups(); err == nil {
+		fmt.Println(groups)
+	}
+
+	step("lookout explain servicemonitor default/example-app")
+	ex := exec.CommandContext(ctx, bins.Lookout, "explain", "servicemonitor", "default/example-app", "--kubeconfig", kubeconfig)
+	ex.Stdout, ex.Stderr = os.Stdout, os.Stderr
+	_ = ex.Run()
+
 	step("Explore")
 	fmt.Printf(`    export KUBECONFIG=%s
     %s get prometheus platform -n default -o yaml       # status: Reconciled, replicas
-    %s get events -n default                             # rejections are Events on the monitor
+    %s get servicemonitor example-app -o yaml  # status.bindings: Accepted per Prometheus
+    %s explain servicemonitor default/example-app --kubeconfig $KUBECONFIG
     curl -s 'http://127.0.0.1:9090/api/v1/query?query=up' # Prometheus's API
     Edit the ServiceMonitor (kubectl edit servicemonitor example-app) and watch the reloader
     apply it within seconds: %s
-`, kubeconfig, kubectl, kubectl, filepath.Join(out, "pod", "config-reloader.log"))
+`, kubeconfig, kubectl, kubectl, bins.Lookout, filepath.Join(out, "pod", "config-reloader.log"))
 	if exitAfter {
 		return nil
 	}
@@ -178,6 +190,43 @@ func applyExamples(ctx context.Context, c client.Client, dir string) error {
 		}
 	}
 	return nil
+}
+
+func ruleGroups() (string, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://127.0.0.1:9090/api/v1/rules") //nolint:noctx // local
+		if err == nil {
+			var out struct {
+				Data struct {
+					Groups []struct {
+						Name  string `json:"name"`
+						File  string `json:"file"`
+						Rules []struct {
+							Name string `json:"name"`
+							Type string `json:"type"`
+						} `json:"rules"`
+					} `json:"groups"`
+				} `json:"data"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&out)
+			resp.Body.Close()
+			if err == nil && len(out.Data.Groups) > 0 {
+				var b strings.Builder
+				for _, g := range out.Data.Groups {
+					fmt.Fprintf(&b, "    group %s from %s\n", g.Name, g.File)
+					for _, r := range g.Rules {
+						fmt.Fprintf(&b, "      %s %s\n", r.Type, r.Name)
+					}
+				}
+				return b.String(), nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no rule groups loaded within 30s")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func waitForTarget(ctx context.Context) (string, error) {

@@ -2,23 +2,14 @@ package scrape
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/alecthomas/units"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/prometheus/util/strutil"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
-
-// discovery is where one monitor's jobs discover targets.
-type discovery struct {
-	namespaces []string // nil with all
-	all        bool
-}
 
 // metaLabels are the discovery labels that differ between the endpoints and endpointslice roles.
 type metaLabels struct {
@@ -38,24 +29,9 @@ var roleMetaLabels = map[string]metaLabels{
 	},
 }
 
-// monitorContext is what every endpoint of one ServiceMonitor shares.
-type monitorContext struct {
-	sm            *monitoringv1.ServiceMonitor
-	class         *monitoringv1.ScrapeClass
-	sd            kubernetesSDConfig
-	meta          metaLabels
-	selectorRules []*relabelRule
-	labelRules    []*relabelRule // targetLabels then podTargetLabels
-	jobRules      []*relabelRule
-	classRelabel  []*relabelRule
-	classMetric   []*relabelRule
-	enforceNS     bool
-	limits        scrapeJob // only the limit, histogram, protocol and body size fields are set
-}
-
 // serviceMonitorJobs renders one job per endpoint of sm, or says why sm cannot be rendered.
 func (g *generator) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]*scrapeJob, discovery, *rejection) {
-	mc := &monitorContext{sm: sm}
+	mc := &monitorContext{namespace: sm.Namespace, name: sm.Name}
 	spec := &sm.Spec
 	var rej *rejection
 
@@ -72,43 +48,39 @@ func (g *generator) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]*scra
 	mc.meta = roleMetaLabels[role]
 	mc.sd.Role = role
 
-	disc, rej := g.discoveryNamespaces(sm)
+	disc, rej := g.discoveryNamespaces("namespaceSelector", sm.Namespace, &spec.NamespaceSelector)
 	if rej != nil {
 		return nil, discovery{}, rej
 	}
-	if !disc.all {
-		mc.sd.Namespaces = &sdNamespaces{Names: disc.namespaces}
-	}
-	attach := spec.AttachMetadata
-	if attach == nil && mc.class != nil {
-		attach = mc.class.AttachMetadata
-	}
-	if attach != nil && attach.Node != nil {
-		mc.sd.AttachMetadata = &sdAttachedMetadata{Node: *attach.Node}
-	}
+	mc.restrictTo(disc)
+	mc.attachMetadata(spec.AttachMetadata)
 
-	if rej = mc.selector(role, &spec.Selector, spec.SelectorMechanism); rej != nil {
+	if rej = mc.selector("selector", "service", &spec.Selector, spec.SelectorMechanism); rej != nil {
 		return nil, discovery{}, rej
 	}
-	if rej = g.targetLabelRules(mc); rej != nil {
+	if rej = g.targetLabelRules(mc, spec); rej != nil {
 		return nil, discovery{}, rej
 	}
 	mc.jobRules = []*relabelRule{copyRule("__meta_kubernetes_service_name", "job")}
 	if spec.JobLabel != "" {
 		mc.jobRules = append(mc.jobRules, copyNonEmptyRule("__meta_kubernetes_service_label_"+strutil.SanitizeLabelName(spec.JobLabel), "job"))
 	}
-	if mc.class != nil {
-		field := fmt.Sprintf("scrapeClass %q relabelings", mc.class.Name)
-		if mc.classRelabel, rej = g.userRelabelings(field, mc.class.Relabelings); rej != nil {
-			return nil, discovery{}, rej
-		}
-		field = fmt.Sprintf("scrapeClass %q metricRelabelings", mc.class.Name)
-		if mc.classMetric, rej = g.userRelabelings(field, mc.class.MetricRelabelings); rej != nil {
-			return nil, discovery{}, rej
-		}
+	if rej = g.classRelabelings(mc); rej != nil {
+		return nil, discovery{}, rej
 	}
-	mc.enforceNS = g.enforceNamespaceLabel(sm)
-	if rej = g.monitorLimits(mc); rej != nil {
+	mc.enforceNS = g.enforceNamespaceLabel(monitoringv1.ServiceMonitorName, sm.Namespace, sm.Name)
+	if rej = g.monitorLimits(mc, &limitFields{
+		sampleLimit:            spec.SampleLimit,
+		targetLimit:            spec.TargetLimit,
+		labelLimit:             spec.LabelLimit,
+		labelNameLengthLimit:   spec.LabelNameLengthLimit,
+		labelValueLengthLimit:  spec.LabelValueLengthLimit,
+		keepDroppedTargets:     spec.KeepDroppedTargets,
+		histograms:             &spec.NativeHistogramConfig,
+		scrapeProtocols:        spec.ScrapeProtocols,
+		fallbackScrapeProtocol: spec.FallbackScrapeProtocol,
+		bodySizeLimit:          spec.BodySizeLimit,
+	}); rej != nil {
 		return nil, discovery{}, rej
 	}
 
@@ -127,96 +99,9 @@ func (g *generator) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]*scra
 	return jobs, disc, nil
 }
 
-func (g *generator) scrapeClass(name *string) (*monitoringv1.ScrapeClass, *rejection) {
-	if name == nil {
-		return g.defaultClass, nil
-	}
-	if c, ok := g.classes[*name]; ok {
-		return c, nil
-	}
-	return nil, reject(ReasonScrapeClassNotFound, "scrapeClass: the Prometheus defines no scrape class %q", *name)
-}
-
-func (g *generator) discoveryNamespaces(sm *monitoringv1.ServiceMonitor) (discovery, *rejection) {
-	nsSel := sm.Spec.NamespaceSelector
-	switch {
-	case g.prom.Spec.IgnoreNamespaceSelectors:
-		return discovery{namespaces: []string{sm.Namespace}}, nil
-	case nsSel.Any:
-		return discovery{all: true}, nil
-	case len(nsSel.MatchNames) > 0:
-		seen := make(map[string]struct{}, len(nsSel.MatchNames))
-		names := make([]string, 0, len(nsSel.MatchNames))
-		for i, n := range nsSel.MatchNames {
-			// An empty name would silently mean "all namespaces" to the Kubernetes client.
-			if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
-				return discovery{}, reject(ReasonInvalidConfig, "namespaceSelector.matchNames[%d]: %q is not a valid namespace name: %s", i, n, strings.Join(errs, "; "))
-			}
-			if _, dup := seen[n]; dup {
-				continue
-			}
-			seen[n] = struct{}{}
-			names = append(names, n)
-		}
-		return discovery{namespaces: names}, nil
-	}
-	return discovery{namespaces: []string{sm.Namespace}}, nil
-}
-
-// selector turns the monitor's Service selector into keep/drop rules on the Service's labels,
-// or into a discovery-side selector with selectorMechanism RoleSelector.
-func (mc *monitorContext) selector(role string, sel *metav1.LabelSelector, mech *monitoringv1.SelectorMechanism) *rejection {
-	parsed, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return reject(ReasonInvalidSelector, "selector: %v", err)
-	}
-	if mech != nil {
-		switch *mech {
-		case monitoringv1.SelectorMechanismRelabel:
-		case monitoringv1.SelectorMechanismRole:
-			if !parsed.Empty() {
-				mc.sd.Selectors = []sdSelector{{Role: role, Label: parsed.String()}}
-			}
-			return nil
-		default:
-			return reject(ReasonInvalidConfig, "selectorMechanism: unknown value %q (want %q or %q)", *mech, monitoringv1.SelectorMechanismRelabel, monitoringv1.SelectorMechanismRole)
-		}
-	}
-
-	keys := make([]string, 0, len(sel.MatchLabels))
-	for k := range sel.MatchLabels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		l := strutil.SanitizeLabelName(k)
-		mc.selectorRules = append(mc.selectorRules, keepRule(
-			"("+sel.MatchLabels[k]+");true",
-			"__meta_kubernetes_service_label_"+l, "__meta_kubernetes_service_labelpresent_"+l,
-		))
-	}
-	for _, e := range sel.MatchExpressions {
-		l := strutil.SanitizeLabelName(e.Key)
-		value := "__meta_kubernetes_service_label_" + l
-		present := "__meta_kubernetes_service_labelpresent_" + l
-		switch e.Operator {
-		case metav1.LabelSelectorOpIn:
-			mc.selectorRules = append(mc.selectorRules, keepRule("("+strings.Join(e.Values, "|")+");true", value, present))
-		case metav1.LabelSelectorOpNotIn:
-			mc.selectorRules = append(mc.selectorRules, dropRule("("+strings.Join(e.Values, "|")+");true", value, present))
-		case metav1.LabelSelectorOpExists:
-			mc.selectorRules = append(mc.selectorRules, keepRule("true", present))
-		case metav1.LabelSelectorOpDoesNotExist:
-			mc.selectorRules = append(mc.selectorRules, dropRule("true", present))
-		}
-	}
-	return nil
-}
-
 // targetLabelRules copies the Service labels named by targetLabels and the Pod labels named by
 // podTargetLabels (the monitor's, then the Prometheus's) onto the targets.
-func (g *generator) targetLabelRules(mc *monitorContext) *rejection {
-	spec := &mc.sm.Spec
+func (g *generator) targetLabelRules(mc *monitorContext, spec *monitoringv1.ServiceMonitorSpec) *rejection {
 	for i, l := range spec.TargetLabels {
 		target, rej := g.labelFromKubernetes(fmt.Sprintf("targetLabels[%d]", i), l)
 		if rej != nil {
@@ -224,136 +109,7 @@ func (g *generator) targetLabelRules(mc *monitorContext) *rejection {
 		}
 		mc.labelRules = append(mc.labelRules, copyNonEmptyRule("__meta_kubernetes_service_label_"+target, target))
 	}
-	seen := map[string]struct{}{}
-	for _, set := range []struct {
-		field  string
-		labels []string
-	}{
-		{"podTargetLabels", spec.PodTargetLabels},
-		{"the Prometheus's podTargetLabels", g.prom.Spec.PodTargetLabels},
-	} {
-		for i, l := range set.labels {
-			target, rej := g.labelFromKubernetes(fmt.Sprintf("%s[%d]", set.field, i), l)
-			if rej != nil {
-				return rej
-			}
-			if _, dup := seen[target]; dup {
-				continue
-			}
-			seen[target] = struct{}{}
-			mc.labelRules = append(mc.labelRules, copyNonEmptyRule("__meta_kubernetes_pod_label_"+target, target))
-		}
-	}
-	return nil
-}
-
-// labelFromKubernetes is the Prometheus label a Kubernetes label key becomes, the way service
-// discovery sanitizes it.
-func (g *generator) labelFromKubernetes(field, key string) (string, *rejection) {
-	if key == "" {
-		return "", reject(ReasonInvalidConfig, "%s: the label name is empty", field)
-	}
-	l := strutil.SanitizeLabelName(key)
-	if !g.nameScheme.IsValidLabelName(l) {
-		return "", reject(ReasonInvalidConfig, "%s: %q does not give a valid Prometheus label name (%q)", field, key, l)
-	}
-	return l, nil
-}
-
-// enforceNamespaceLabel says whether the Prometheus's enforcedNamespaceLabel applies to sm.
-func (g *generator) enforceNamespaceLabel(sm *monitoringv1.ServiceMonitor) bool {
-	if g.prom.Spec.EnforcedNamespaceLabel == "" {
-		return false
-	}
-	for _, ref := range g.prom.Spec.ExcludedFromEnforcement {
-		group := ref.Group
-		if group == "" {
-			group = monitoringv1.SchemeGroupVersion.Group
-		}
-		if group == monitoringv1.SchemeGroupVersion.Group &&
-			ref.Resource == monitoringv1.ServiceMonitorName &&
-			ref.Namespace == sm.Namespace &&
-			(ref.Name == "" || ref.Name == sm.Name) {
-			return false
-		}
-	}
-	return true
-}
-
-// monitorLimits computes the fields written after relabel_configs, which are the same for every
-// endpoint of the monitor.
-func (g *generator) monitorLimits(mc *monitorContext) *rejection {
-	spec := &mc.sm.Spec
-	l := &mc.limits
-	for _, f := range []struct {
-		field string
-		v     *int64
-	}{
-		{"sampleLimit", spec.SampleLimit},
-		{"targetLimit", spec.TargetLimit},
-		{"labelLimit", spec.LabelLimit},
-		{"labelNameLengthLimit", spec.LabelNameLengthLimit},
-		{"labelValueLengthLimit", spec.LabelValueLengthLimit},
-		{"keepDroppedTargets", spec.KeepDroppedTargets},
-		{"nativeHistogramBucketLimit", spec.NativeHistogramBucketLimit},
-	} {
-		if f.v != nil && *f.v < 0 {
-			return reject(ReasonInvalidConfig, "%s: must not be negative, got %d", f.field, *f.v)
-		}
-	}
-	l.SampleLimit = g.sampleLimit.apply(spec.SampleLimit)
-	l.TargetLimit = g.targetLimit.apply(spec.TargetLimit)
-	l.LabelLimit = g.labelLimit.apply(spec.LabelLimit)
-	l.LabelNameLengthLimit = g.labelNameLengthLimit.apply(spec.LabelNameLengthLimit)
-	l.LabelValueLengthLimit = g.labelValueLengthLimit.apply(spec.LabelValueLengthLimit)
-	l.KeepDroppedTargets = g.keepDrop.apply(spec.KeepDroppedTargets)
-
-	l.ScrapeNativeHistograms = spec.ScrapeNativeHistograms
-	l.AlwaysScrapeClassicHistograms = spec.ScrapeClassicHistograms
-	if spec.NativeHistogramBucketLimit != nil {
-		l.NativeHistogramBucketLimit = uint64(*spec.NativeHistogramBucketLimit)
-	}
-	if q := spec.NativeHistogramMinBucketFactor; q != nil {
-		l.NativeHistogramMinBucketFactor = q.AsApproximateFloat64()
-	}
-	l.ConvertClassicHistogramsToNHCB = spec.ConvertClassicHistogramsToNHCB
-
-	for i, sp := range spec.ScrapeProtocols {
-		if !validScrapeProtocol(sp) {
-			return reject(ReasonInvalidConfig, "scrapeProtocols[%d]: unknown scrape protocol %q", i, sp)
-		}
-		l.ScrapeProtocols = append(l.ScrapeProtocols, string(sp))
-	}
-	fallback := spec.FallbackScrapeProtocol
-	field := "fallbackScrapeProtocol"
-	if fallback == nil && mc.class != nil {
-		fallback = mc.class.FallbackScrapeProtocol
-		field = fmt.Sprintf("scrapeClass %q fallbackScrapeProtocol", mc.class.Name)
-	}
-	if fallback != nil {
-		if !validScrapeProtocol(*fallback) {
-			return reject(ReasonInvalidConfig, "%s: unknown scrape protocol %q", field, *fallback)
-		}
-		l.FallbackScrapeProtocol = string(*fallback)
-	}
-
-	var size units.Base2Bytes
-	if spec.BodySizeLimit != nil && *spec.BodySizeLimit != "" {
-		var err error
-		if size, err = units.ParseBase2Bytes(string(*spec.BodySizeLimit)); err != nil {
-			return reject(ReasonInvalidConfig, "bodySizeLimit: invalid size %q: %v", *spec.BodySizeLimit, err)
-		}
-		l.BodySizeLimit = string(*spec.BodySizeLimit)
-	}
-	if g.enforcedBodySize > 0 {
-		switch {
-		case size > g.enforcedBodySize:
-			l.BodySizeLimit = g.enforcedBodySizeText
-		case size <= 0 && (g.globalBodySize <= 0 || g.globalBodySize > g.enforcedBodySize):
-			l.BodySizeLimit = g.enforcedBodySizeText
-		}
-	}
-	return nil
+	return g.podTargetLabelRules(mc, spec.PodTargetLabels)
 }
 
 // endpointJob renders the job for endpoint i of the monitor.
