@@ -1,6 +1,7 @@
-// Command lookout-reloader writes Prometheus's configuration from the Secret Lookout
-// generates and reloads Prometheus when it or a rule directory changes. It runs as an
-// init container (--init-mode) and as a sidecar.
+// Command lookout-reloader writes Prometheus's configuration from the Secrets Lookout
+// generates (the main configuration, --config-file, and the pieces it loads through
+// scrape_config_files, --config-piece) and reloads Prometheus when one of them or a rule
+// directory changes. It runs as an init container (--init-mode) and as a sidecar.
 package main
 
 import (

@@ -34,6 +34,22 @@ var explainKinds = map[string]explainKind{
 			return jobsWithPrefix(string(d.Config), "serviceMonitor/"+obj.GetNamespace()+"/"+obj.GetName()+"/")
 		},
 	},
+	"podmonitor": {
+		kind:     monitoringv1.PodMonitorsKind,
+		newObj:   func() client.Object { return &monitoringv1.PodMonitor{} },
+		selector: selection.PodMonitors,
+		produced: func(obj client.Object, d *render.Desired) []string {
+			return jobsWithPrefix(string(d.Config), "podMonitor/"+obj.GetNamespace()+"/"+obj.GetName()+"/")
+		},
+	},
+	"probe": {
+		kind:     monitoringv1.ProbesKind,
+		newObj:   func() client.Object { return &monitoringv1.Probe{} },
+		selector: selection.Probes,
+		produced: func(obj client.Object, d *render.Desired) []string {
+			return jobsWithPrefix(string(d.Config), "probe/"+obj.GetNamespace()+"/"+obj.GetName())
+		},
+	},
 	"prometheusrule": {
 		kind:     monitoringv1.PrometheusRuleKind,
 		newObj:   func() client.Object { return &monitoringv1.PrometheusRule{} },
@@ -53,11 +69,13 @@ var explainKinds = map[string]explainKind{
 }
 
 // ExplainKinds names the kinds explain accepts.
-func ExplainKinds() []string { return []string{"servicemonitor", "prometheusrule"} }
+func ExplainKinds() []string {
+	return []string{"servicemonitor", "podmonitor", "probe", "prometheusrule"}
+}
 
 // ExplainOptions configure Explain.
 type ExplainOptions struct {
-	Kind          string // servicemonitor | prometheusrule
+	Kind          string // servicemonitor | podmonitor | probe | prometheusrule
 	Key           string // namespace/name
 	ReloaderImage string
 }

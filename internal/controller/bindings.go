@@ -36,6 +36,16 @@ type serviceMonitor struct{ *monitoringv1.ServiceMonitor }
 func (o serviceMonitor) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
 func (o serviceMonitor) object() client.Object                        { return o.ServiceMonitor }
 
+type podMonitor struct{ *monitoringv1.PodMonitor }
+
+func (o podMonitor) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
+func (o podMonitor) object() client.Object                        { return o.PodMonitor }
+
+type probe struct{ *monitoringv1.Probe }
+
+func (o probe) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
+func (o probe) object() client.Object                        { return o.Probe }
+
 type prometheusRule struct{ *monitoringv1.PrometheusRule }
 
 func (o prometheusRule) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }

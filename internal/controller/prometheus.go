@@ -145,25 +145,45 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 		}
 		byKind[v.Kind][v.Namespace+"/"+v.Name] = verdict{Accepted: v.Accepted, Reason: v.Reason, Message: v.Message, Generation: v.Generation}
 	}
-	var sms monitoringv1.ServiceMonitorList
-	if err := r.Client.List(ctx, &sms); err != nil {
-		return err
+	var errs []error
+	for kind, list := range map[string]func() ([]boundObject, error){
+		monitoringv1.ServiceMonitorsKind: func() ([]boundObject, error) {
+			var l monitoringv1.ServiceMonitorList
+			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1.ServiceMonitor) boundObject { return serviceMonitor{o} })
+		},
+		monitoringv1.PodMonitorsKind: func() ([]boundObject, error) {
+			var l monitoringv1.PodMonitorList
+			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1.PodMonitor) boundObject { return podMonitor{o} })
+		},
+		monitoringv1.ProbesKind: func() ([]boundObject, error) {
+			var l monitoringv1.ProbeList
+			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1.Probe) boundObject { return probe{o} })
+		},
+		monitoringv1.PrometheusRuleKind: func() ([]boundObject, error) {
+			var l monitoringv1.PrometheusRuleList
+			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1.PrometheusRule) boundObject { return prometheusRule{o} })
+		},
+	} {
+		objs, err := list()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, r.syncBindings(ctx, p, objs, byKind[kind]))
 	}
-	var rules monitoringv1.PrometheusRuleList
-	if err := r.Client.List(ctx, &rules); err != nil {
-		return err
+	return errors.Join(errs...)
+}
+
+// wrap turns listed items into boundObjects.
+func wrap[T any](err error, items []T, f func(*T) boundObject) ([]boundObject, error) {
+	if err != nil {
+		return nil, err
 	}
-	objs := make([]boundObject, 0, len(sms.Items))
-	for i := range sms.Items {
-		objs = append(objs, serviceMonitor{&sms.Items[i]})
+	out := make([]boundObject, 0, len(items))
+	for i := range items {
+		out = append(out, f(&items[i]))
 	}
-	err1 := r.syncBindings(ctx, p, objs, byKind[monitoringv1.ServiceMonitorsKind])
-	objs = objs[:0]
-	for i := range rules.Items {
-		objs = append(objs, prometheusRule{&rules.Items[i]})
-	}
-	err2 := r.syncBindings(ctx, p, objs, byKind[monitoringv1.PrometheusRuleKind])
-	return errors.Join(err1, err2)
+	return out, nil
 }
 
 // render gathers and renders; it also returns the selected objects keyed
@@ -175,12 +195,19 @@ func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prome
 	}
 	r.refs.set(client.ObjectKeyFromObject(p), g.SecretKeys)
 	g.Inputs.ReloaderImage = r.Options.ReloaderImage
-	selected := make(map[string]client.Object, len(g.Inputs.ServiceMonitors)+len(g.Inputs.Rules))
-	for _, sm := range g.Inputs.ServiceMonitors {
-		selected[monitoringv1.ServiceMonitorsKind+"/"+sm.Namespace+"/"+sm.Name] = sm
+	selected := map[string]client.Object{}
+	add := func(kind string, o client.Object) { selected[kind+"/"+o.GetNamespace()+"/"+o.GetName()] = o }
+	for _, o := range g.Inputs.ServiceMonitors {
+		add(monitoringv1.ServiceMonitorsKind, o)
 	}
-	for _, rule := range g.Inputs.Rules {
-		selected[monitoringv1.PrometheusRuleKind+"/"+rule.Namespace+"/"+rule.Name] = rule
+	for _, o := range g.Inputs.PodMonitors {
+		add(monitoringv1.PodMonitorsKind, o)
+	}
+	for _, o := range g.Inputs.Probes {
+		add(monitoringv1.ProbesKind, o)
+	}
+	for _, o := range g.Inputs.Rules {
+		add(monitoringv1.PrometheusRuleKind, o)
 	}
 	d, err := render.Prometheus(g.Inputs)
 	return d, selected, err

@@ -68,6 +68,8 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Rule ConfigMaps: drift and deletion are reverted.
 		WatchesMetadata(&corev1.ConfigMap{}, r.metadataHandler(false)).
 		Watches(&monitoringv1.ServiceMonitor{}, &selectingHandler{c: c, kind: kindServiceMonitor}).
+		Watches(&monitoringv1.PodMonitor{}, &selectingHandler{c: c, kind: kindPodMonitor}).
+		Watches(&monitoringv1.Probe{}, &selectingHandler{c: c, kind: kindProbe}).
 		Watches(&monitoringv1.PrometheusRule{}, &selectingHandler{c: c, kind: kindPrometheusRule}).
 		Watches(&corev1.Namespace{}, &selectingHandler{c: c, kind: kindNamespace}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
@@ -119,25 +121,32 @@ type watchedKind int
 
 const (
 	kindServiceMonitor watchedKind = iota
+	kindPodMonitor
+	kindProbe
 	kindPrometheusRule
 	kindNamespace
 )
 
+var selectorsByKind = map[watchedKind]func(*monitoringv1.Prometheus) (*selection.Selector, error){
+	kindServiceMonitor: selection.ServiceMonitors,
+	kindPodMonitor:     selection.PodMonitors,
+	kindProbe:          selection.Probes,
+	kindPrometheusRule: selection.Rules,
+}
+
 // selectors returns the selectors of p that read objects of the kind; a
-// namespace event concerns both.
+// namespace event concerns all of them.
 func (k watchedKind) selectors(p *monitoringv1.Prometheus) []*selection.Selector {
 	var out []*selection.Selector
-	if k != kindPrometheusRule {
-		if s, err := selection.ServiceMonitors(p); err == nil {
+	for kind, selector := range selectorsByKind {
+		if k != kindNamespace && k != kind {
+			continue
+		}
+		// An invalid selector is reported on the Prometheus itself.
+		if s, err := selector(p); err == nil {
 			out = append(out, s)
 		}
 	}
-	if k != kindServiceMonitor {
-		if s, err := selection.Rules(p); err == nil {
-			out = append(out, s)
-		}
-	}
-	// An invalid selector is reported on the Prometheus itself.
 	return out
 }
 

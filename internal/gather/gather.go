@@ -6,7 +6,6 @@ package gather
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/render"
+	"github.com/lookout-operator/lookout/internal/render/scrape"
 	"github.com/lookout-operator/lookout/internal/selection"
 )
 
@@ -37,25 +37,27 @@ type Result struct {
 // Prometheus gathers the inputs of p. An invalid selector is a
 // *render.SpecError.
 func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*Result, error) {
-	sel, err := selection.ServiceMonitors(p)
-	if err != nil {
-		return nil, &render.SpecError{Reason: "InvalidSelector", Message: err.Error()}
-	}
-	monitors, err := c.serviceMonitors(ctx, sel, p.Namespace)
-	if err != nil {
+	in := render.Inputs{Prometheus: p, Secrets: map[string]*corev1.Secret{}}
+	var err error
+	if in.ServiceMonitors, err = selectKind[monitoringv1.ServiceMonitor](ctx, c, p, selection.ServiceMonitors, &monitoringv1.ServiceMonitorList{},
+		func(l *monitoringv1.ServiceMonitorList) []monitoringv1.ServiceMonitor { return l.Items }); err != nil {
 		return nil, err
 	}
-	ruleSel, err := selection.Rules(p)
-	if err != nil {
-		return nil, &render.SpecError{Reason: "InvalidSelector", Message: err.Error()}
-	}
-	rules, err := c.rules(ctx, ruleSel, p.Namespace)
-	if err != nil {
+	if in.PodMonitors, err = selectKind[monitoringv1.PodMonitor](ctx, c, p, selection.PodMonitors, &monitoringv1.PodMonitorList{},
+		func(l *monitoringv1.PodMonitorList) []monitoringv1.PodMonitor { return l.Items }); err != nil {
 		return nil, err
 	}
-	res := &Result{Inputs: render.Inputs{Prometheus: p, ServiceMonitors: monitors, Rules: rules, Secrets: map[string]*corev1.Secret{}}}
+	if in.Probes, err = selectKind[monitoringv1.Probe](ctx, c, p, selection.Probes, &monitoringv1.ProbeList{},
+		func(l *monitoringv1.ProbeList) []monitoringv1.Probe { return l.Items }); err != nil {
+		return nil, err
+	}
+	if in.Rules, err = selectKind[monitoringv1.PrometheusRule](ctx, c, p, selection.Rules, &monitoringv1.PrometheusRuleList{},
+		func(l *monitoringv1.PrometheusRuleList) []monitoringv1.PrometheusRule { return l.Items }); err != nil {
+		return nil, err
+	}
+	res := &Result{Inputs: in}
 
-	res.SecretKeys = SecretKeys(monitors)
+	res.SecretKeys = scrape.SecretKeys(scrape.Input{ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes})
 	for _, key := range res.SecretKeys {
 		ns, name := splitKey(key)
 		var s corev1.Secret
@@ -85,6 +87,42 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 	return res, nil
 }
 
+// selectKind lists the objects of one kind (from the cache) and keeps those
+// the Prometheus's selectors for that kind select.
+func selectKind[T any, PT interface {
+	*T
+	client.Object
+}, L client.ObjectList](ctx context.Context, c *Cluster, p *monitoringv1.Prometheus,
+	selector func(*monitoringv1.Prometheus) (*selection.Selector, error), list L, items func(L) []T) ([]PT, error) {
+	sel, err := selector(p)
+	if err != nil {
+		return nil, &render.SpecError{Reason: "InvalidSelector", Message: err.Error()}
+	}
+	if sel.SelectsNothing() {
+		return nil, nil
+	}
+	var opts []client.ListOption
+	if sel.OwnNamespaceOnly() {
+		opts = append(opts, client.InNamespace(p.Namespace))
+	}
+	if err := c.Cache.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("list %T: %w", list, err)
+	}
+	nsLabels, err := c.namespaceLabels(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	all := items(list)
+	out := make([]PT, 0, len(all))
+	for i := range all {
+		o := PT(&all[i])
+		if o.GetDeletionTimestamp().IsZero() && sel.Match(o.GetNamespace(), o.GetLabels(), nsLabels[o.GetNamespace()]).Selected {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
 func ownedBy(obj client.Object, p *monitoringv1.Prometheus) bool {
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.UID == p.UID {
@@ -92,57 +130,6 @@ func ownedBy(obj client.Object, p *monitoringv1.Prometheus) bool {
 		}
 	}
 	return false
-}
-
-func (c *Cluster) serviceMonitors(ctx context.Context, sel *selection.Selector, own string) ([]*monitoringv1.ServiceMonitor, error) {
-	if sel.SelectsNothing() {
-		return nil, nil
-	}
-	var list monitoringv1.ServiceMonitorList
-	if err := c.Cache.List(ctx, &list, listScope(sel, own)...); err != nil {
-		return nil, fmt.Errorf("list ServiceMonitors: %w", err)
-	}
-	nsLabels, err := c.namespaceLabels(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*monitoringv1.ServiceMonitor, 0, len(list.Items))
-	for i := range list.Items {
-		sm := &list.Items[i]
-		if sm.DeletionTimestamp.IsZero() && sel.Match(sm.Namespace, sm.Labels, nsLabels[sm.Namespace]).Selected {
-			out = append(out, sm)
-		}
-	}
-	return out, nil
-}
-
-func (c *Cluster) rules(ctx context.Context, sel *selection.Selector, own string) ([]*monitoringv1.PrometheusRule, error) {
-	if sel.SelectsNothing() {
-		return nil, nil
-	}
-	var list monitoringv1.PrometheusRuleList
-	if err := c.Cache.List(ctx, &list, listScope(sel, own)...); err != nil {
-		return nil, fmt.Errorf("list PrometheusRules: %w", err)
-	}
-	nsLabels, err := c.namespaceLabels(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*monitoringv1.PrometheusRule, 0, len(list.Items))
-	for i := range list.Items {
-		r := &list.Items[i]
-		if r.DeletionTimestamp.IsZero() && sel.Match(r.Namespace, r.Labels, nsLabels[r.Namespace]).Selected {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-func listScope(sel *selection.Selector, own string) []client.ListOption {
-	if sel.OwnNamespaceOnly() {
-		return []client.ListOption{client.InNamespace(own)}
-	}
-	return nil
 }
 
 // namespaceLabels reads namespace labels when the selector needs them.
@@ -159,44 +146,6 @@ func (c *Cluster) namespaceLabels(ctx context.Context, sel *selection.Selector) 
 		out[nss.Items[i].Name] = nss.Items[i].Labels
 	}
 	return out, nil
-}
-
-// SecretKeys lists the Secrets the monitors reference, sorted and unique.
-func SecretKeys(monitors []*monitoringv1.ServiceMonitor) []string {
-	seen := map[string]bool{}
-	add := func(ns string, sel *corev1.SecretKeySelector) {
-		if sel != nil && sel.Name != "" {
-			seen[ns+"/"+sel.Name] = true
-		}
-	}
-	for _, sm := range monitors {
-		for i := range sm.Spec.Endpoints {
-			ep := &sm.Spec.Endpoints[i]
-			if ep.BasicAuth != nil {
-				add(sm.Namespace, &ep.BasicAuth.Username)
-				add(sm.Namespace, &ep.BasicAuth.Password)
-			}
-			if ep.Authorization != nil {
-				add(sm.Namespace, ep.Authorization.Credentials)
-			}
-			add(sm.Namespace, ep.BearerTokenSecret)
-			if ep.OAuth2 != nil {
-				add(sm.Namespace, ep.OAuth2.ClientID.Secret)
-				add(sm.Namespace, &ep.OAuth2.ClientSecret)
-			}
-			if ep.TLSConfig != nil {
-				add(sm.Namespace, ep.TLSConfig.CA.Secret)
-				add(sm.Namespace, ep.TLSConfig.Cert.Secret)
-				add(sm.Namespace, ep.TLSConfig.KeySecret)
-			}
-		}
-	}
-	keys := make([]string, 0, len(seen))
-	for k := range seen {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func splitKey(key string) (string, string) {

@@ -33,15 +33,35 @@ const (
 	SourceAPI  Source = "api"
 )
 
-// input is one decoded configuration delivered by a source.
+// input is one state of a document delivered by a source: its decoded configuration,
+// or, for a piece, its absence (the file missing, the Secret or its key not found).
 type input struct {
 	source Source
+	absent bool
 	config []byte
 	hash   digest
 }
 
 func newInput(source Source, config []byte) input {
 	return input{source: source, config: config, hash: digestOf(config)}
+}
+
+func absentInput(source Source) input { return input{source: source, absent: true} }
+
+func (in input) state() state { return state{absent: in.absent, hash: in.hash} }
+
+// state is what the arbiter compares: the content's digest, or absence. An absent piece
+// and a piece whose content is empty are different states.
+type state struct {
+	absent bool
+	hash   digest
+}
+
+func (s state) String() string {
+	if s.absent {
+		return "absent"
+	}
+	return s.hash.String()
 }
 
 // decodeConfig gunzips raw when name ends in .gz and returns it unchanged otherwise.
@@ -167,10 +187,29 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if d, derr := os.Open(dir); derr == nil {
-		// Some filesystems refuse to sync a directory; the data is in place either way.
+	syncDir(dir)
+	return nil
+}
+
+// removeIfExists removes path and reports whether there was anything to remove.
+func removeIfExists(path string) (bool, error) {
+	err := os.Remove(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("remove %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	syncDir(dir)
+	return true, nil
+}
+
+// syncDir makes a rename or removal in dir survive a crash.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		// Some filesystems refuse to sync a directory; the change is in place either way.
 		_ = d.Sync()
 		d.Close()
 	}
-	return nil
 }

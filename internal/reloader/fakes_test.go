@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +28,10 @@ type fakePrometheus struct {
 
 	mu    sync.Mutex
 	times []time.Time
+	// observe, when set, is called on every accepted reload; what it returns is kept in
+	// loaded (what Prometheus would have loaded).
+	observe func() string
+	loaded  []string
 }
 
 func newFakePrometheus(t *testing.T) *fakePrometheus {
@@ -44,6 +49,11 @@ func newFakePrometheus(t *testing.T) *fakePrometheus {
 			http.Error(w, "Service Unavailable: TSDB not ready", http.StatusServiceUnavailable)
 			return
 		}
+		p.mu.Lock()
+		if p.observe != nil {
+			p.loaded = append(p.loaded, p.observe())
+		}
+		p.mu.Unlock()
 		p.reloads.Add(1)
 	}))
 	t.Cleanup(p.srv.Close)
@@ -52,42 +62,67 @@ func newFakePrometheus(t *testing.T) *fakePrometheus {
 
 func (p *fakePrometheus) url() string { return p.srv.URL + "/-/reload" }
 
+// observeReloads makes every accepted reload record f's result, read while the reload
+// request is being answered.
+func (p *fakePrometheus) observeReloads(f func() string) {
+	p.mu.Lock()
+	p.observe = f
+	p.mu.Unlock()
+}
+
+// loadedAt returns what the n-th accepted reload (from 1) recorded.
+func (p *fakePrometheus) loadedAt(n int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n < 1 || n > len(p.loaded) {
+		return fmt.Sprintf("<no reload %d, %d recorded>", n, len(p.loaded))
+	}
+	return p.loaded[n-1]
+}
+
 func (p *fakePrometheus) attemptTimes() []time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]time.Time(nil), p.times...)
 }
 
-// fakeAPI serves list and watch of one Secret the way kube-apiserver does for
-// GET /api/v1/namespaces/<ns>/secrets?fieldSelector=metadata.name=<name>[&watch=true].
-// Watches replay the events after the requested resourceVersion, so nothing is lost
-// between a list and the watch that follows it.
+// fakeAPI serves list and watch of Secrets in one namespace the way kube-apiserver does
+// for GET /api/v1/namespaces/<ns>/secrets?fieldSelector=metadata.name=<name>[&watch=true].
+// Requests without that field selector are refused, as RBAC scoped with resourceNames
+// refuses them. Resource versions are shared by all Secrets, and watches replay the
+// events of their Secret after the requested resourceVersion, so nothing is lost between
+// a list and the watch that follows it.
 type fakeAPI struct {
 	t               *testing.T
 	srv             *httptest.Server
-	namespace, name string
+	namespace, name string // name and key are what set and remove work on
 	key             string
 	token           string
 
 	mu        sync.Mutex
 	rv        int
-	secret    map[string]any // nil: not found
+	secrets   map[string]map[string]any // absent: not found
 	history   []fakeEvent
-	watchers  map[chan fakeEvent]struct{}
+	watchers  map[chan fakeEvent]string // the name each watch selects
 	forbidden bool
+	selected  map[string]bool // names that requests selected
 
 	lists   atomic.Int32
 	watches atomic.Int32
 }
 
 type fakeEvent struct {
-	rv  int
-	obj map[string]any
-	typ string
+	rv   int
+	name string
+	obj  map[string]any
+	typ  string
 }
 
 func newFakeAPI(t *testing.T, namespace, name, key string) *fakeAPI {
-	f := &fakeAPI{t: t, namespace: namespace, name: name, key: key, token: "s3cret", watchers: map[chan fakeEvent]struct{}{}}
+	f := &fakeAPI{
+		t: t, namespace: namespace, name: name, key: key, token: "s3cret",
+		secrets: map[string]map[string]any{}, watchers: map[chan fakeEvent]string{}, selected: map[string]bool{},
+	}
 	f.rv = 100
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -116,11 +151,13 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	if q.Get("fieldSelector") != "metadata.name="+f.name {
-		f.status(w, http.StatusBadRequest, "BadRequest", "unexpected fieldSelector "+q.Get("fieldSelector"))
+	name, ok := strings.CutPrefix(q.Get("fieldSelector"), "metadata.name=")
+	if !ok || name == "" || strings.ContainsAny(name, ",=!") {
+		f.status(w, http.StatusForbidden, "Forbidden", "unexpected fieldSelector "+q.Get("fieldSelector"))
 		return
 	}
 	f.mu.Lock()
+	f.selected[name] = true
 	if f.forbidden {
 		f.mu.Unlock()
 		f.status(w, http.StatusForbidden, "Forbidden", fmt.Sprintf(`secrets is forbidden: User "system:serviceaccount:%s:prometheus" cannot list resource "secrets"`, f.namespace))
@@ -129,8 +166,8 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	if q.Get("watch") != "true" {
 		f.lists.Add(1)
 		items := []any{}
-		if f.secret != nil {
-			items = append(items, f.secret)
+		if secret, ok := f.secrets[name]; ok {
+			items = append(items, secret)
 		}
 		list := map[string]any{
 			"kind": "SecretList", "apiVersion": "v1",
@@ -152,11 +189,11 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	ch := make(chan fakeEvent, 64)
 	for _, ev := range f.history {
-		if ev.rv > from {
+		if ev.rv > from && ev.name == name {
 			ch <- ev
 		}
 	}
-	f.watchers[ch] = struct{}{}
+	f.watchers[ch] = name
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
@@ -183,32 +220,82 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // set stores content under the configuration key (gzipped) and notifies the watchers.
-func (f *fakeAPI) set(content string) {
+func (f *fakeAPI) set(content string) { f.setSecret(f.name, f.key, content) }
+
+// setSecret creates or updates Secret name with content gzipped under key.
+func (f *fakeAPI) setSecret(name, key, content string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rv++
 	typ := "MODIFIED"
-	if f.secret == nil {
+	if _, ok := f.secrets[name]; !ok {
 		typ = "ADDED"
 	}
-	f.secret = map[string]any{
+	secret := map[string]any{
 		"kind": "Secret", "apiVersion": "v1",
 		"metadata": map[string]any{
-			"name": f.name, "namespace": f.namespace, "uid": "0a1b2c",
+			"name": name, "namespace": f.namespace, "uid": "0a1b2c-" + name,
 			"resourceVersion": strconv.Itoa(f.rv), "creationTimestamp": "2026-01-01T00:00:00Z",
 		},
 		"type": "Opaque",
 		// encoding/json writes []byte as base64, as the API does.
-		"data": map[string]any{f.key: gz(f.t, content), "other": []byte("x")},
+		"data": map[string]any{key: gz(f.t, content), "other": []byte("x")},
 	}
-	f.broadcastLocked(fakeEvent{rv: f.rv, typ: typ, obj: f.secret})
+	f.secrets[name] = secret
+	f.broadcastLocked(fakeEvent{rv: f.rv, name: name, typ: typ, obj: secret})
+}
+
+// deleteSecret deletes Secret name; the DELETED event carries its last state at the
+// deletion's resourceVersion, as the apiserver sends it.
+func (f *fakeAPI) deleteSecret(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old, ok := f.secrets[name]
+	if !ok {
+		f.t.Fatalf("delete Secret %s: not found", name)
+	}
+	f.rv++
+	meta := map[string]any{}
+	for k, v := range old["metadata"].(map[string]any) {
+		meta[k] = v
+	}
+	meta["resourceVersion"] = strconv.Itoa(f.rv)
+	obj := map[string]any{}
+	for k, v := range old {
+		obj[k] = v
+	}
+	obj["metadata"] = meta
+	delete(f.secrets, name)
+	f.broadcastLocked(fakeEvent{rv: f.rv, name: name, typ: "DELETED", obj: obj})
 }
 
 func (f *fakeAPI) broadcastLocked(ev fakeEvent) {
 	f.history = append(f.history, ev)
-	for ch := range f.watchers {
-		ch <- ev
+	for ch, name := range f.watchers {
+		if name == ev.name {
+			ch <- ev
+		}
 	}
+}
+
+// selectedNames returns the Secret names that requests have selected so far.
+func (f *fakeAPI) selectedNames() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.selected)
+}
+
+// openWatches counts the watches open on Secret name.
+func (f *fakeAPI) openWatches(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, watched := range f.watchers {
+		if watched == name {
+			n++
+		}
+	}
+	return n
 }
 
 // expireWatches ends every open watch with a 410 ERROR event, as the apiserver does when

@@ -15,9 +15,13 @@ type metrics struct {
 	lastSuccessTime prometheus.Gauge
 	lastSuccessful  prometheus.Gauge
 	applies         *prometheus.CounterVec
+	present         *prometheus.GaugeVec
 }
 
-func newMetrics() *metrics {
+// newMetrics registers the metrics for the named documents. The "document" label is the
+// base name of a document's output file; the operator mounts a fixed, small number of
+// pieces (16), so it stays far from a cardinality problem.
+func newMetrics(documents []string) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		reloads: prometheus.NewCounter(prometheus.CounterOpts{
@@ -38,17 +42,24 @@ func newMetrics() *metrics {
 		}),
 		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lookout_reloader_config_apply_total",
-			Help: "Configurations written to the output file, by the source that delivered them.",
-		}, []string{"source"}),
+			Help: "Configurations written to a document's output file, by document and by the source that delivered them.",
+		}, []string{"document", "source"}),
+		present: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lookout_reloader_config_present",
+			Help: "1 while a document's output file holds its configuration, 0 before the first write and after an absent piece was removed.",
+		}, []string{"document"}),
 	}
 	// A sidecar that has not needed to reload has not failed; starting at 0 would set off
 	// "last reload failed" alerts on every new pod.
 	m.lastSuccessful.Set(1)
-	// Both sources are reported from the start, so a rate() over them is defined.
-	m.applies.WithLabelValues(string(SourceFile))
-	m.applies.WithLabelValues(string(SourceAPI))
+	// Every series is reported from the start, so a rate() over them is defined.
+	for _, doc := range documents {
+		m.applies.WithLabelValues(doc, string(SourceFile))
+		m.applies.WithLabelValues(doc, string(SourceAPI))
+		m.present.WithLabelValues(doc)
+	}
 	m.registry.MustRegister(
-		m.reloads, m.reloadErrors, m.lastSuccessTime, m.lastSuccessful, m.applies,
+		m.reloads, m.reloadErrors, m.lastSuccessTime, m.lastSuccessful, m.applies, m.present,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -66,4 +77,12 @@ func (m *metrics) reloadFailed() {
 	m.lastSuccessful.Set(0)
 }
 
-func (m *metrics) applied(s Source) { m.applies.WithLabelValues(string(s)).Inc() }
+func (m *metrics) applied(doc string, s Source) { m.applies.WithLabelValues(doc, string(s)).Inc() }
+
+func (m *metrics) setPresent(doc string, present bool) {
+	v := 0.0
+	if present {
+		v = 1
+	}
+	m.present.WithLabelValues(doc).Set(v)
+}

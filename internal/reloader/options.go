@@ -45,6 +45,9 @@ type Options struct {
 	// ConfigSecretKey is the key in ConfigSecret; empty means the base name of ConfigFile,
 	// which is what the Secret volume names the file.
 	ConfigSecretKey string
+	// Pieces are further configuration documents, each handled like ConfigFile (see
+	// Piece), for the files the main configuration loads through scrape_config_files.
+	Pieces []Piece
 
 	ReloadStrategy string
 	ReloadURL      string
@@ -58,8 +61,14 @@ type Options struct {
 	// ReloadTimeout bounds one reload request; Prometheus answers only after it has applied
 	// the configuration, which takes a while for large ones.
 	ReloadTimeout time.Duration
-	ReloadBackoff Backoff
-	APIBackoff    Backoff
+	// ReloadDebounce is how long the documents and watched directories must have been
+	// quiet before a reload: the pieces of one configuration change within milliseconds
+	// of each other, and Prometheus should load them together, once. A change stream
+	// that never pauses still reloads maxDebounceFactor*ReloadDebounce after its first
+	// change. Zero reloads at once.
+	ReloadDebounce time.Duration
+	ReloadBackoff  Backoff
+	APIBackoff     Backoff
 	// FileTrustDelay is how long the Secret watch must have been broken before the file is
 	// trusted again over the last value the API delivered. It covers the kubelet's Secret
 	// volume sync period, so a file that lags behind the API cannot roll a change back.
@@ -88,8 +97,12 @@ func DefaultOptions() Options {
 		// change (and on a slow full pass), so a short interval is cheap. It is the only
 		// source for rule directories, so it bounds how late a rule change lands after
 		// the kubelet has updated the volume.
-		WatchInterval:  time.Second,
-		ReloadTimeout:  time.Minute,
+		WatchInterval: time.Second,
+		ReloadTimeout: time.Minute,
+		// Long enough to gather Secrets the operator writes back to back (a few ms apart)
+		// and volumes the kubelet updates in one pod sync; short next to the kubelet's
+		// own delay, and to how long Prometheus takes to apply a large configuration.
+		ReloadDebounce: 100 * time.Millisecond,
 		ReloadBackoff:  Backoff{Initial: 500 * time.Millisecond, Max: 15 * time.Second},
 		APIBackoff:     Backoff{Initial: time.Second, Max: time.Minute},
 		FileTrustDelay: 2 * time.Minute,
@@ -103,13 +116,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.WatchedDirs, "watched-dir", o.WatchedDirs, "Directory whose changes trigger a reload (repeatable).")
 	fs.StringVar(&o.ConfigSecret, "config-secret", o.ConfigSecret, "<namespace>/<name> of the Secret holding the configuration; watched through the API to beat the kubelet's volume sync delay.")
 	fs.StringVar(&o.ConfigSecretKey, "config-secret-key", o.ConfigSecretKey, "Key of the configuration in --config-secret (default: base name of --config-file).")
+	fs.Var(&pieceFlag{&o.Pieces}, "config-piece", "Configuration piece as <input file>=<output file>[=<namespace>/<secret>] (repeatable; file names must not contain '='). "+
+		"Handled like --config-file: gunzipped when the input ends in .gz, $(VAR) substituted, written atomically to the output file; "+
+		"the Secret, when given, is watched through the API with the input's base name as its key. "+
+		"A piece is optional: when it is absent (no input file and no Secret, or the watch reports the Secret deleted), its output file is removed so that Prometheus stops loading it.")
 	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, "How to reload: http (POST --reload-url) or signal (SIGHUP to the PID in --process-pid-file).")
 	fs.StringVar(&o.ReloadURL, "reload-url", o.ReloadURL, "URL to POST to reload Prometheus.")
 	fs.StringVar(&o.PIDFile, "process-pid-file", o.PIDFile, "File holding the PID to send SIGHUP to (--reload-strategy=signal).")
 	fs.StringVar(&o.ListenAddress, "listen-address", o.ListenAddress, "Address for /healthz, /readyz and /metrics; empty disables the server.")
-	fs.BoolVar(&o.InitMode, "init-mode", o.InitMode, "Write the configuration once and exit.")
-	fs.DurationVar(&o.InitTimeout, "init-timeout", o.InitTimeout, "How long --init-mode waits for the input file.")
-	fs.DurationVar(&o.WatchInterval, "watch-interval", o.WatchInterval, "How often the input file and watched directories are polled.")
+	fs.BoolVar(&o.InitMode, "init-mode", o.InitMode, "Write the configuration and every present piece once and exit.")
+	fs.DurationVar(&o.InitTimeout, "init-timeout", o.InitTimeout, "How long --init-mode waits for the --config-file input (pieces are optional and not waited for).")
+	fs.DurationVar(&o.WatchInterval, "watch-interval", o.WatchInterval, "How often the input files and watched directories are polled.")
+	fs.DurationVar(&o.ReloadDebounce, "reload-debounce", o.ReloadDebounce, "Quiet time after the last change before reloading, so that changes arriving together cause one reload (never delayed by more than 10 times this); 0 reloads at once.")
 }
 
 // Validate reports the first inconsistency in o.
@@ -125,15 +143,21 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("--config-file and --config-envsubst-file must differ"))
 	}
 	if o.ConfigSecret != "" {
-		if _, _, err := splitSecretRef(o.ConfigSecret); err != nil {
+		if _, _, err := splitSecretRef("--config-secret", o.ConfigSecret); err != nil {
 			errs = append(errs, err)
 		}
 		if o.ConfigFile == "" {
 			errs = append(errs, errors.New("--config-secret needs --config-file"))
 		}
 	}
-	if !o.InitMode && o.ConfigFile == "" && len(o.WatchedDirs) == 0 {
-		errs = append(errs, errors.New("nothing to watch: set --config-file or --watched-dir"))
+	for _, p := range o.Pieces {
+		if err := p.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, o.validateFileSets()...)
+	if !o.InitMode && o.ConfigFile == "" && len(o.Pieces) == 0 && len(o.WatchedDirs) == 0 {
+		errs = append(errs, errors.New("nothing to watch: set --config-file, --config-piece or --watched-dir"))
 	}
 	if o.Strategy == nil && !o.InitMode {
 		switch o.ReloadStrategy {
@@ -152,6 +176,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WatchInterval <= 0 {
 		errs = append(errs, errors.New("--watch-interval must be positive"))
+	}
+	if o.ReloadDebounce < 0 {
+		errs = append(errs, errors.New("--reload-debounce must not be negative"))
 	}
 	if o.InitMode && o.InitTimeout <= 0 {
 		errs = append(errs, errors.New("--init-timeout must be positive"))
@@ -173,10 +200,36 @@ func (o *Options) logger() *slog.Logger {
 	return slog.Default()
 }
 
-func splitSecretRef(ref string) (namespace, name string, err error) {
+// validateFileSets checks the documents against each other: every output is written by
+// one document only, and no document writes over another one's input.
+func (o *Options) validateFileSets() []error {
+	var errs []error
+	writers := map[string]string{}
+	for _, d := range o.documents() {
+		if d.input == "" || d.output == "" {
+			continue // reported on its own
+		}
+		out := filepath.Clean(d.output)
+		if other, dup := writers[out]; dup {
+			errs = append(errs, fmt.Errorf("output file %s is written by both %s and %s", d.output, other, d.flag))
+		}
+		writers[out] = d.flag
+	}
+	for _, d := range o.documents() {
+		if d.input == "" {
+			continue
+		}
+		if other, clash := writers[filepath.Clean(d.input)]; clash && filepath.Clean(d.input) != filepath.Clean(d.output) {
+			errs = append(errs, fmt.Errorf("input file %s of %s is the output of %s", d.input, d.flag, other))
+		}
+	}
+	return errs
+}
+
+func splitSecretRef(flag, ref string) (namespace, name string, err error) {
 	namespace, name, ok := strings.Cut(ref, "/")
 	if !ok || namespace == "" || name == "" || strings.Contains(name, "/") {
-		return "", "", fmt.Errorf("--config-secret %q: want <namespace>/<name>", ref)
+		return "", "", fmt.Errorf("%s %q: want <namespace>/<name>", flag, ref)
 	}
 	return namespace, name, nil
 }

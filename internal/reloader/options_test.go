@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -54,6 +55,75 @@ func TestFlagsAsTheGeneratedPodSpecPassesThem(t *testing.T) {
 	}
 }
 
+func TestConfigPieceFlagTakesInputOutputAndOptionalSecret(t *testing.T) {
+	o := DefaultOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	must(t, fs.Parse([]string{
+		"--config-file=/etc/prometheus/config/prometheus.yaml.gz",
+		"--config-envsubst-file=/etc/prometheus/config_out/prometheus.env.yaml",
+		"--config-piece=/etc/prometheus/scrape/0/scrape.yaml.gz=/etc/prometheus/config_out/scrape-0.yaml=monitoring/prometheus-k8s-scrape-0",
+		"--config-piece=/etc/prometheus/scrape/1/scrape.yaml.gz=/etc/prometheus/config_out/scrape-1.yaml",
+	}))
+	must(t, o.Validate())
+	want := []Piece{
+		{Input: "/etc/prometheus/scrape/0/scrape.yaml.gz", Output: "/etc/prometheus/config_out/scrape-0.yaml", Secret: "monitoring/prometheus-k8s-scrape-0"},
+		{Input: "/etc/prometheus/scrape/1/scrape.yaml.gz", Output: "/etc/prometheus/config_out/scrape-1.yaml"},
+	}
+	if !reflect.DeepEqual(o.Pieces, want) {
+		t.Fatalf("Pieces = %+v, want %+v", o.Pieces, want)
+	}
+	docs := o.documents()
+	if len(docs) != 3 {
+		t.Fatalf("documents = %+v, want the main configuration and two pieces", docs)
+	}
+	for i, want := range []struct{ name, key string }{
+		{"prometheus.env.yaml", "prometheus.yaml.gz"},
+		{"scrape-0.yaml", "scrape.yaml.gz"},
+		{"scrape-1.yaml", "scrape.yaml.gz"},
+	} {
+		if docs[i].name != want.name || docs[i].key != want.key || docs[i].removeIfAbsent != (i > 0) {
+			t.Errorf("document %d = %+v, want name %s, key %s", i, docs[i], want.name, want.key)
+		}
+	}
+	if got := fs.Lookup("config-piece").Value.String(); !strings.Contains(got, "scrape-1.yaml") {
+		t.Errorf("flag value = %q", got)
+	}
+
+	for _, bad := range []string{
+		"/in/scrape.yaml.gz",                       // no output
+		"/in/scrape.yaml.gz=",                      // empty output
+		"=/out/scrape-0.yaml",                      // empty input
+		"/in/scrape.yaml.gz=/out/a=b.yaml=ns/name", // '=' in a file name
+		"/in/scrape.yaml.gz=/out/scrape-0.yaml=prometheus-k8s-scrape-0", // no namespace
+		"/in/scrape.yaml.gz=/in/scrape.yaml.gz",                         // writes over its input
+	} {
+		if _, err := ParsePiece(bad); err == nil {
+			t.Errorf("ParsePiece(%q): want an error", bad)
+		}
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o := DefaultOptions()
+		o.AddFlags(fs)
+		if err := fs.Parse([]string{"--config-piece=" + bad}); err == nil {
+			t.Errorf("--config-piece=%s: want a parse error", bad)
+		}
+	}
+}
+
+func TestDocumentNamesFallBackToThePathWhenBaseNamesCollide(t *testing.T) {
+	o := DefaultOptions()
+	o.ConfigFile, o.OutputFile = "/in/prometheus.yaml.gz", "/out/a/scrape.yaml"
+	o.Pieces = []Piece{{Input: "/in/0/scrape.yaml.gz", Output: "/out/b/scrape.yaml"}, {Input: "/in/1/scrape.yaml.gz", Output: "/out/scrape-1.yaml"}}
+	var names []string
+	for _, d := range o.documents() {
+		names = append(names, d.name)
+	}
+	if want := []string{"/out/a/scrape.yaml", "/out/b/scrape.yaml", "scrape-1.yaml"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("names = %q, want %q", names, want)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	base := func() Options {
 		o := DefaultOptions()
@@ -75,6 +145,23 @@ func TestValidate(t *testing.T) {
 		{"rejects the signal strategy without a PID file", func(o *Options) { o.ReloadStrategy = StrategySignal }, "--process-pid-file"},
 		{"rejects a reload URL that is not http", func(o *Options) { o.ReloadURL = "localhost:9090/-/reload" }, "--reload-url"},
 		{"rejects a zero watch interval", func(o *Options) { o.WatchInterval = 0 }, "--watch-interval"},
+		{"rejects a negative reload debounce", func(o *Options) { o.ReloadDebounce = -time.Second }, "--reload-debounce"},
+		{"accepts pieces alone", func(o *Options) {
+			o.ConfigFile, o.OutputFile = "", ""
+			o.Pieces = []Piece{{Input: "/in/0/scrape.yaml.gz", Output: "/out/scrape-0.yaml"}}
+		}, ""},
+		{"rejects two documents writing one output", func(o *Options) {
+			o.Pieces = []Piece{{Input: "/in/0/scrape.yaml.gz", Output: "/out/prometheus.env.yaml"}}
+		}, "written by both"},
+		{"rejects a piece reading another document's output", func(o *Options) {
+			o.Pieces = []Piece{{Input: "/out/prometheus.env.yaml", Output: "/out/scrape-0.yaml"}}
+		}, "is the output of --config-file"},
+		{"rejects a piece without an output", func(o *Options) {
+			o.Pieces = []Piece{{Input: "/in/0/scrape.yaml.gz"}}
+		}, "--config-piece"},
+		{"rejects a piece Secret without a namespace", func(o *Options) {
+			o.Pieces = []Piece{{Input: "/in/0/scrape.yaml.gz", Output: "/out/scrape-0.yaml", Secret: "prometheus-k8s-scrape-0"}}
+		}, "want <namespace>/<name>"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

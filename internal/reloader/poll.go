@@ -22,42 +22,52 @@ func sameStat(a, b os.FileInfo) bool {
 	return a != nil && b != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
-// configPoller watches the input file and yields each new decoded configuration once.
+// configPoller watches one document's input file and yields each new state once.
 type configPoller struct {
 	path string
 	log  *slog.Logger
+	// optional makes a missing file a state of its own (a piece whose Secret does not
+	// exist); otherwise a missing file is waited for and the last state stands.
+	optional bool
 
 	stat    os.FileInfo
-	hash    digest
-	hasHash bool
+	last    state
+	hasLast bool
 	polls   int
 	// waiting and badRaw keep a missing or undecodable file from being logged every poll.
 	waiting bool
 	badRaw  digest
 }
 
-// poll returns the configuration when it differs from the one returned last.
+// poll returns the file's state when it differs from the one returned last.
 func (p *configPoller) poll() (input, bool) {
 	p.polls++
 	fi, err := os.Stat(p.path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			if !p.waiting {
-				p.log.Info("Waiting for the configuration file", "path", p.path)
-				p.waiting = true
-			}
-		} else {
-			p.log.Warn("Cannot stat the configuration file", "path", p.path, "err", err)
-		}
 		p.stat = nil
+		if !errors.Is(err, fs.ErrNotExist) {
+			p.log.Warn("Cannot stat the configuration file", "path", p.path, "err", err)
+			return input{}, false
+		}
+		if p.optional {
+			return p.yield(absentInput(SourceFile))
+		}
+		if !p.waiting {
+			p.log.Info("Waiting for the configuration file", "path", p.path)
+			p.waiting = true
+		}
 		return input{}, false
 	}
 	p.waiting = false
-	if p.hasHash && sameStat(p.stat, fi) && p.polls%fullPassEvery != 0 {
+	if p.hasLast && !p.last.absent && sameStat(p.stat, fi) && p.polls%fullPassEvery != 0 {
 		return input{}, false
 	}
 	raw, err := os.ReadFile(p.path)
 	if err != nil {
+		if p.optional && errors.Is(err, fs.ErrNotExist) {
+			// Removed between the stat and the read.
+			return p.yield(absentInput(SourceFile))
+		}
 		p.log.Warn("Cannot read the configuration file", "path", p.path, "err", err)
 		return input{}, false
 	}
@@ -72,11 +82,14 @@ func (p *configPoller) poll() (input, bool) {
 		}
 		return input{}, false
 	}
-	in := newInput(SourceFile, config)
-	if p.hasHash && in.hash == p.hash {
+	return p.yield(newInput(SourceFile, config))
+}
+
+func (p *configPoller) yield(in input) (input, bool) {
+	if p.hasLast && in.state() == p.last {
 		return input{}, false
 	}
-	p.hash, p.hasHash = in.hash, true
+	p.last, p.hasLast = in.state(), true
 	return in, true
 }
 

@@ -6,7 +6,8 @@ import (
 )
 
 // step drives the arbiter the way the main loop does. For "file", "api" and "recheck",
-// want says whether the value is applied; an applied value is marked as such.
+// want says whether the value is applied; an applied value is marked as such. The value
+// "-" is a piece's absence (file missing, or the API saying the Secret does not exist).
 type step struct {
 	do   string // file, api, empty, lost, recheck
 	v    string
@@ -89,6 +90,34 @@ func TestArbiter(t *testing.T) {
 			{do: "lost"},
 			{do: "file", v: "v1", want: true},
 		}},
+		{"applies a piece's absence from the file when there is no API source", []step{
+			{do: "file", v: "-", want: true},
+			{do: "file", v: "v1", want: true},
+			{do: "file", v: "-", want: true},
+		}},
+		{"tells an absent piece from an empty one", []step{
+			{do: "file", v: "", want: true},
+			{do: "file", v: "-", want: true},
+			{do: "api", v: "", want: true},
+		}},
+		{"applies a piece's absence from the API before the file", []step{
+			{do: "file", v: "v1", want: true},
+			{do: "api", v: "v1", want: false},
+			{do: "api", v: "-", want: true},
+			{do: "file", v: "v1", want: false},
+			{do: "file", v: "-", want: false},
+		}},
+		{"does not let the missing file remove a piece the API already delivered", []step{
+			{do: "file", v: "-", want: true},
+			{do: "api", v: "v1", want: true},
+			{do: "file", v: "-", want: false},
+		}},
+		{"trusts the file about an absent piece once the watch has been broken long enough", []step{
+			{do: "api", v: "-", want: true},
+			{do: "lost", at: 0},
+			{do: "file", v: "v1", at: time.Second, want: false},
+			{do: "recheck", v: "v1", at: delay, want: true},
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,6 +126,9 @@ func TestArbiter(t *testing.T) {
 			for i, s := range c.steps {
 				now := start.Add(s.at)
 				in := newInput(SourceFile, []byte(s.v))
+				if s.v == "-" {
+					in = absentInput(SourceFile)
+				}
 				var got bool
 				switch s.do {
 				case "file":
@@ -113,8 +145,8 @@ func TestArbiter(t *testing.T) {
 				case "recheck":
 					var pending input
 					pending, got = a.pendingFile(now)
-					if got && pending.hash != in.hash {
-						t.Fatalf("step %d: pending file is %s, want %s", i, pending.config, s.v)
+					if got && pending.state() != in.state() {
+						t.Fatalf("step %d: pending file is %s, want %s", i, pending.state(), s.v)
 					}
 					if d, waiting := a.waitForFile(now); !got && waiting && d <= 0 {
 						t.Fatalf("step %d: waitForFile says now but pendingFile says no", i)
@@ -126,7 +158,7 @@ func TestArbiter(t *testing.T) {
 					t.Fatalf("step %d (%s %s at %v): applied = %v, want %v", i, s.do, s.v, s.at, got, s.want)
 				}
 				if got {
-					a.markApplied(in.hash)
+					a.markApplied(in.state())
 				}
 			}
 		})

@@ -82,19 +82,27 @@ func (s *SignalStrategy) Reload(context.Context) error {
 	return nil
 }
 
-// reloadLoop runs reloads one at a time, retrying each until it succeeds. Requests that
-// arrive while a reload is in flight collapse into one more reload afterwards: the files
-// may have changed after Prometheus read them.
+// maxDebounceFactor bounds the debounce: a reload waits for a quiet period of debounce,
+// but never more than maxDebounceFactor*debounce after the request that started the
+// wait, so changes that keep coming still reach Prometheus.
+const maxDebounceFactor = 10
+
+// reloadLoop runs reloads one at a time, retrying each until it succeeds. A request
+// starts a debounce: the reload waits until no request has come for debounce, so a burst
+// of changes (several pieces written within milliseconds) gives one reload, which sees
+// all of them. Requests that arrive while a reload is in flight collapse into one more
+// reload afterwards: the files may have changed after Prometheus read them.
 type reloadLoop struct {
 	strategy Strategy
 	backoff  Backoff
+	debounce time.Duration
 	metrics  *metrics
 	log      *slog.Logger
 	requests chan struct{}
 }
 
-func newReloadLoop(s Strategy, b Backoff, m *metrics, log *slog.Logger) *reloadLoop {
-	return &reloadLoop{strategy: s, backoff: b, metrics: m, log: log, requests: make(chan struct{}, 1)}
+func newReloadLoop(s Strategy, b Backoff, debounce time.Duration, m *metrics, log *slog.Logger) *reloadLoop {
+	return &reloadLoop{strategy: s, backoff: b, debounce: debounce, metrics: m, log: log, requests: make(chan struct{}, 1)}
 }
 
 // request asks for a reload after the current one; it never blocks.
@@ -112,7 +120,35 @@ func (l *reloadLoop) run(ctx context.Context) {
 			return
 		case <-l.requests:
 		}
+		if !l.settle(ctx) {
+			return
+		}
 		l.reloadUntilSuccess(ctx)
+	}
+}
+
+// settle waits until requests have stopped for l.debounce, or until
+// maxDebounceFactor*l.debounce has passed; it reports false when ctx is done first.
+func (l *reloadLoop) settle(ctx context.Context) bool {
+	if l.debounce <= 0 {
+		return true
+	}
+	deadline := time.Now().Add(maxDebounceFactor * l.debounce)
+	for {
+		wait := min(l.debounce, time.Until(deadline))
+		if wait <= 0 {
+			return true
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-l.requests:
+			t.Stop()
+		case <-t.C:
+			return true
+		}
 	}
 }
 

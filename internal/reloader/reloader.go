@@ -1,9 +1,17 @@
-// Package reloader keeps Prometheus's configuration file in step with the Secret it is
-// generated into, and tells Prometheus to reload when it or a rule directory changes.
+// Package reloader keeps Prometheus's configuration files in step with the Secrets they
+// are generated into, and tells Prometheus to reload when they or a rule directory
+// change.
+//
+// The configuration is one or more documents: the main prometheus.yaml and, when it does
+// not fit into one Secret, pieces that it loads through scrape_config_files. Each
+// document is followed on its own (mounted file, optionally its Secret through the API,
+// the precedence between the two, an atomic write of the output when it changes); a
+// change in any document or rule directory leads to one reload after a short debounce.
 //
 // It runs as an init container (write the configuration once, exit) and as a sidecar
-// (poll the mounted file and rule directories, optionally watch the Secret through the
-// API, write the output atomically when it changes, and reload Prometheus with retries).
+// (poll the mounted files and rule directories, optionally watch the Secrets through the
+// API, write the outputs atomically when they change, and reload Prometheus with
+// retries).
 package reloader
 
 import (
@@ -26,18 +34,36 @@ import (
 type eventKind int
 
 const (
-	evFile        eventKind = iota // in holds the file's new configuration
+	evFile        eventKind = iota // in holds the file's new state
 	evAPIValue                     // in holds the Secret's current configuration
-	evAPIEmpty                     // the API is in sync but has no configuration
+	evAPIEmpty                     // the API is in sync but the Secret or its key is missing
 	evAPILost                      // the Secret watch failed
 	evDirsChanged                  // a watched directory changed
 )
 
 type event struct {
-	kind            eventKind
+	kind eventKind
+	// doc is the index of the document a file or API event is about.
+	doc             int
 	in              input
 	resourceVersion string
 	dir             string
+}
+
+// document is one configuration document at run time: the main configuration or a
+// piece, with its own precedence state. Only the main loop touches it.
+type document struct {
+	docSpec
+	log *slog.Logger
+	arb arbiter
+
+	// retry is a chosen state whose write (or removal) failed; it is tried again at
+	// retryAt.
+	retry   *input
+	retryAt time.Time
+	// settled is set once the output has been brought to a state (written, found up to
+	// date, or removed as absent).
+	settled bool
 }
 
 // Sidecar is the long-running reloader.
@@ -46,12 +72,8 @@ type Sidecar struct {
 	log     *slog.Logger
 	metrics *metrics
 	reloads *reloadLoop
-	arb     arbiter
+	docs    []*document
 	ready   atomic.Bool
-
-	// retry is a chosen configuration whose write failed; it is tried again after
-	// WatchInterval.
-	retry *input
 }
 
 // NewSidecar validates o and prepares a Sidecar; Run starts it.
@@ -62,8 +84,17 @@ func NewSidecar(o Options) (*Sidecar, error) {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv
 	}
-	s := &Sidecar{opts: o, log: o.logger(), metrics: newMetrics()}
-	s.arb.trustDelay = o.FileTrustDelay
+	s := &Sidecar{opts: o, log: o.logger()}
+	var names []string
+	for _, spec := range o.documents() {
+		s.docs = append(s.docs, &document{
+			docSpec: spec,
+			log:     s.log.With("document", spec.name),
+			arb:     arbiter{trustDelay: o.FileTrustDelay},
+		})
+		names = append(names, spec.name)
+	}
+	s.metrics = newMetrics(names)
 	strategy := o.Strategy
 	if strategy == nil {
 		switch o.ReloadStrategy {
@@ -73,11 +104,9 @@ func NewSidecar(o Options) (*Sidecar, error) {
 			strategy = &HTTPStrategy{URL: o.ReloadURL, Client: o.HTTPClient, Timeout: o.ReloadTimeout}
 		}
 	}
-	s.reloads = newReloadLoop(strategy, o.ReloadBackoff, s.metrics, s.log)
-	if o.ConfigFile == "" {
-		// Only directories to watch: there is nothing to write before being useful.
-		s.ready.Store(true)
-	}
+	s.reloads = newReloadLoop(strategy, o.ReloadBackoff, o.ReloadDebounce, s.metrics, s.log)
+	// With only directories to watch there is nothing to write before being useful.
+	s.updateReady()
 	return s, nil
 }
 
@@ -98,8 +127,19 @@ func (s *Sidecar) Handler() http.Handler {
 	return mux
 }
 
-// Ready reports whether the output has been written (or found up to date) at least once.
+// Ready reports whether every document's output has been brought to a state at least
+// once: the main configuration written (or found up to date), each piece written or,
+// when absent, removed.
 func (s *Sidecar) Ready() bool { return s.ready.Load() }
+
+func (s *Sidecar) updateReady() {
+	for _, d := range s.docs {
+		if !d.settled {
+			return
+		}
+	}
+	s.ready.Store(true)
+}
 
 // Run watches and reloads until ctx is done; it returns nil then, or an error when it
 // cannot start.
@@ -119,9 +159,9 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		s.log.Info("Serving health and metrics", "address", ln.Addr().String())
 	}
 
-	if s.opts.OutputFile != "" {
+	for _, d := range s.docs {
 		// The output is normally an emptyDir that exists; a failure shows up on write.
-		_ = os.MkdirAll(filepath.Dir(s.opts.OutputFile), 0o755)
+		_ = os.MkdirAll(filepath.Dir(d.output), 0o755)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -135,13 +175,13 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		}()
 	}
 	start(s.reloads.run)
-	if s.opts.ConfigFile != "" {
-		start(func(ctx context.Context) { s.pollConfig(ctx, events) })
+	if len(s.docs) > 0 {
+		start(func(ctx context.Context) { s.pollFiles(ctx, events) })
 	}
 	if len(s.opts.WatchedDirs) > 0 {
 		start(func(ctx context.Context) { s.pollDirs(ctx, events) })
 	}
-	if w := s.secretWatch(events); w != nil {
+	for _, w := range s.secretWatches(events) {
 		start(w.run)
 	}
 
@@ -158,120 +198,212 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	return nil
 }
 
-// secretWatch returns the API source, or nil when it is not configured or there are no
-// credentials to use it with.
-func (s *Sidecar) secretWatch(events chan<- event) *secretWatch {
-	if s.opts.ConfigSecret == "" {
-		return nil
-	}
+// secretWatches returns the API sources of the documents that name a Secret, or none
+// when there are no credentials to use them with.
+func (s *Sidecar) secretWatches(events chan<- event) []*secretWatch {
+	var watches []*secretWatch
 	api := s.opts.API
-	if api == nil {
-		var err error
-		if api, err = InClusterAPIClient(); err != nil {
-			s.log.Info("Not watching the configuration Secret through the API, relying on the mounted file", "secret", s.opts.ConfigSecret, "reason", err.Error())
-			return nil
+	for i, d := range s.docs {
+		if d.secret == "" {
+			continue
 		}
+		if api == nil {
+			var err error
+			if api, err = InClusterAPIClient(); err != nil {
+				s.log.Info("Not watching the configuration Secrets through the API, relying on the mounted files", "reason", err.Error())
+				return nil
+			}
+		}
+		namespace, name, _ := splitSecretRef(d.flag, d.secret)
+		watches = append(watches, &secretWatch{
+			api:             api,
+			namespace:       namespace,
+			name:            name,
+			key:             d.key,
+			doc:             i,
+			optional:        d.removeIfAbsent,
+			backoff:         s.opts.APIBackoff,
+			log:             d.log,
+			events:          events,
+			minWatchTimeout: 5 * time.Minute,
+		})
 	}
-	namespace, name, _ := splitSecretRef(s.opts.ConfigSecret)
-	return &secretWatch{
-		api:             api,
-		namespace:       namespace,
-		name:            name,
-		key:             s.opts.secretKey(),
-		backoff:         s.opts.APIBackoff,
-		log:             s.log,
-		events:          events,
-		minWatchTimeout: 5 * time.Minute,
-	}
+	return watches
 }
 
-// loop owns the arbiter and the output file; every source reports to it.
+// loop owns the documents' arbiters and output files; every source reports to it.
 func (s *Sidecar) loop(ctx context.Context, events <-chan event) {
 	for {
 		var wake <-chan time.Time
+		var timer *time.Timer
 		if d, ok := s.nextWake(time.Now()); ok {
-			wake = time.After(d)
+			timer = time.NewTimer(d)
+			wake = timer.C
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case ev := <-events:
 			s.handle(ev, time.Now())
 		case <-wake:
-			if s.retry != nil {
-				s.apply(*s.retry)
-			} else if in, ok := s.arb.pendingFile(time.Now()); ok {
-				s.log.Info("Secret watch out of sync for too long, trusting the mounted file again")
-				s.apply(in)
-			}
+			s.wake(time.Now())
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }
 
+// nextWake reports how long until the earliest retry or held-back file is due.
 func (s *Sidecar) nextWake(now time.Time) (time.Duration, bool) {
-	if s.retry != nil {
-		return s.opts.WatchInterval, true
+	var next time.Duration
+	found := false
+	for _, d := range s.docs {
+		var wait time.Duration
+		if d.retry != nil {
+			wait = max(d.retryAt.Sub(now), 0)
+		} else if w, ok := d.arb.waitForFile(now); ok {
+			wait = w
+		} else {
+			continue
+		}
+		if !found || wait < next {
+			next, found = wait, true
+		}
 	}
-	return s.arb.waitForFile(now)
+	return next, found
+}
+
+// wake applies what has become due.
+func (s *Sidecar) wake(now time.Time) {
+	for _, d := range s.docs {
+		if d.retry != nil {
+			if !now.Before(d.retryAt) {
+				s.apply(d, *d.retry)
+			}
+		} else if in, ok := d.arb.pendingFile(now); ok {
+			d.log.Info("Secret watch out of sync for too long, trusting the mounted file again")
+			s.apply(d, in)
+		}
+	}
 }
 
 func (s *Sidecar) handle(ev event, now time.Time) {
-	switch ev.kind {
-	case evFile:
-		if s.arb.fromFile(ev.in, now) {
-			s.apply(ev.in)
-		} else if s.arb.differs(ev.in.hash) {
-			s.log.Info("Holding back the mounted file: the Secret watch is authoritative", "hash", ev.in.hash.String(), "applied", s.arb.applied.String())
-		}
-	case evAPIValue:
-		s.log.Debug("Configuration Secret delivered", "resourceVersion", ev.resourceVersion, "hash", ev.in.hash.String())
-		if s.arb.fromAPI(ev.in) {
-			s.apply(ev.in)
-		}
-	case evAPIEmpty:
-		s.arb.apiEmpty()
-		if in, ok := s.arb.pendingFile(now); ok {
-			s.apply(in)
-		}
-	case evAPILost:
-		s.arb.apiLost(now)
-	case evDirsChanged:
+	if ev.kind == evDirsChanged {
 		s.log.Info("Watched directory changed", "dir", ev.dir)
 		s.reloads.request()
+		return
+	}
+	d := s.docs[ev.doc]
+	switch ev.kind {
+	case evFile:
+		if d.arb.fromFile(ev.in, now) {
+			s.apply(d, ev.in)
+		} else if d.arb.differs(ev.in.state()) {
+			d.log.Info("Holding back the mounted file: the Secret watch is authoritative", "hash", ev.in.state().String(), "applied", d.arb.applied.String())
+		}
+	case evAPIValue:
+		d.log.Debug("Configuration Secret delivered", "resourceVersion", ev.resourceVersion, "hash", ev.in.hash.String())
+		if d.arb.fromAPI(ev.in) {
+			s.apply(d, ev.in)
+		}
+	case evAPIEmpty:
+		if d.removeIfAbsent {
+			// A piece without a Secret is absent, and the API says so first.
+			if in := absentInput(SourceAPI); d.arb.fromAPI(in) {
+				if f := d.arb.file; f != nil && !f.absent {
+					d.log.Info("Piece Secret not found although the mounted file holds the piece: removing it (the kubelet has not updated the volume yet, or the piece names the wrong Secret)", "secret", d.secret)
+				}
+				s.apply(d, in)
+			}
+			return
+		}
+		d.arb.apiEmpty()
+		if in, ok := d.arb.pendingFile(now); ok {
+			s.apply(d, in)
+		}
+	case evAPILost:
+		d.arb.apiLost(now)
 	}
 }
 
-// apply substitutes and writes in, and asks for a reload when the output changed.
-func (s *Sidecar) apply(in input) {
+// apply brings d's output to in: substituted and written when it holds a configuration,
+// removed when the piece is absent. It asks for a reload when the output changed.
+func (s *Sidecar) apply(d *document, in input) {
+	if in.absent {
+		s.remove(d, in)
+		return
+	}
 	out := expandEnv(in.config, s.opts.LookupEnv)
-	written, err := writeIfChanged(s.opts.OutputFile, out)
+	written, err := writeIfChanged(d.output, out)
 	if err != nil {
-		s.log.Error("Cannot write the configuration, retrying", "path", s.opts.OutputFile, "source", string(in.source), "err", err)
-		s.retry = &in
+		d.log.Error("Cannot write the configuration, retrying", "path", d.output, "source", string(in.source), "err", err)
+		s.retryLater(d, in)
 		return
 	}
-	s.retry = nil
-	s.arb.markApplied(in.hash)
-	s.ready.Store(true)
+	s.recordApplied(d, in, true)
 	if !written {
-		s.log.Info("Configuration already up to date", "source", string(in.source), "hash", in.hash.String())
+		d.log.Info("Configuration already up to date", "source", string(in.source), "hash", in.hash.String())
 		return
 	}
-	s.metrics.applied(in.source)
-	s.log.Info("Wrote the configuration", "path", s.opts.OutputFile, "source", string(in.source), "hash", in.hash.String(), "bytes", len(out))
+	s.metrics.applied(d.name, in.source)
+	d.log.Info("Wrote the configuration", "path", d.output, "source", string(in.source), "hash", in.hash.String(), "bytes", len(out))
 	s.reloads.request()
 }
 
-func (s *Sidecar) pollConfig(ctx context.Context, events chan<- event) {
-	p := &configPoller{path: s.opts.ConfigFile, log: s.log}
+// remove deletes the output of an absent piece, so that Prometheus stops loading it.
+func (s *Sidecar) remove(d *document, in input) {
+	removed, err := removeIfExists(d.output)
+	if err != nil {
+		d.log.Error("Cannot remove the output of an absent piece, retrying", "path", d.output, "source", string(in.source), "err", err)
+		s.retryLater(d, in)
+		return
+	}
+	s.recordApplied(d, in, false)
+	if !removed {
+		d.log.Debug("Piece absent, no output to remove", "source", string(in.source))
+		return
+	}
+	d.log.Info("Piece absent, removed its output", "path", d.output, "source", string(in.source))
+	s.reloads.request()
+}
+
+func (s *Sidecar) retryLater(d *document, in input) {
+	d.retry = &in
+	d.retryAt = time.Now().Add(s.opts.WatchInterval)
+}
+
+// recordApplied notes that d's output now reflects in.
+func (s *Sidecar) recordApplied(d *document, in input, present bool) {
+	d.retry = nil
+	d.arb.markApplied(in.state())
+	s.metrics.setPresent(d.name, present)
+	if !d.settled {
+		d.settled = true
+		s.updateReady()
+	}
+}
+
+// pollFiles polls every document's input file in one goroutine: files the kubelet
+// updates together are reported together, and the reload debounce sees them as one
+// burst.
+func (s *Sidecar) pollFiles(ctx context.Context, events chan<- event) {
+	pollers := make([]*configPoller, len(s.docs))
+	for i, d := range s.docs {
+		pollers[i] = &configPoller{path: d.input, log: d.log, optional: d.removeIfAbsent}
+	}
 	t := time.NewTicker(s.opts.WatchInterval)
 	defer t.Stop()
 	for {
-		if in, ok := p.poll(); ok {
-			select {
-			case events <- event{kind: evFile, in: in}:
-			case <-ctx.Done():
-				return
+		for i, p := range pollers {
+			if in, ok := p.poll(); ok {
+				select {
+				case events <- event{kind: evFile, doc: i, in: in}:
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
 		select {
@@ -314,15 +446,19 @@ func (s *Sidecar) pollDirs(ctx context.Context, events chan<- event) {
 	}
 }
 
-// RunInit writes the configuration once, waiting up to o.InitTimeout for the input file,
-// and returns. It never reloads: Prometheus has not started yet.
+// RunInit writes the configuration once and returns, so that Prometheus starts with all
+// of it. It waits up to o.InitTimeout for the main configuration file. Pieces are not
+// waited for: their volumes are optional and were filled in before the pod's containers
+// started, so a missing piece is absent; a stale output left for it (from an earlier
+// start of the pod) is removed. It never reloads: Prometheus has not started yet.
 func RunInit(ctx context.Context, o Options) error {
 	o.InitMode = true
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	log := o.logger()
-	if o.ConfigFile == "" {
+	docs := o.documents()
+	if len(docs) == 0 {
 		log.Info("No configuration file to write")
 		return nil
 	}
@@ -332,23 +468,46 @@ func RunInit(ctx context.Context, o Options) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.InitTimeout)
 	defer cancel()
-	raw, err := waitForFile(ctx, o.ConfigFile, o.WatchInterval, log)
+	for _, d := range docs {
+		if err := initDocument(ctx, o, d, lookup, log.With("document", d.name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func initDocument(ctx context.Context, o Options, d docSpec, lookup func(string) (string, bool), log *slog.Logger) error {
+	var raw []byte
+	var err error
+	if d.removeIfAbsent {
+		raw, err = os.ReadFile(d.input)
+		if errors.Is(err, fs.ErrNotExist) {
+			removed, err := removeIfExists(d.output)
+			if err != nil {
+				return err
+			}
+			log.Info("Piece absent, skipping it", "path", d.input, "removedStaleOutput", removed)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", d.input, err)
+		}
+	} else if raw, err = waitForFile(ctx, d.input, o.WatchInterval, log); err != nil {
+		return err
+	}
+	config, err := decodeConfig(d.input, raw)
 	if err != nil {
 		return err
 	}
-	config, err := decodeConfig(o.ConfigFile, raw)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(o.OutputFile), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(d.output), 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
 	}
 	out := expandEnv(config, lookup)
-	written, err := writeIfChanged(o.OutputFile, out)
+	written, err := writeIfChanged(d.output, out)
 	if err != nil {
 		return err
 	}
-	log.Info("Wrote the configuration", "path", o.OutputFile, "hash", digestOf(config).String(), "bytes", len(out), "changed", written)
+	log.Info("Wrote the configuration", "path", d.output, "hash", digestOf(config).String(), "bytes", len(out), "changed", written)
 	return nil
 }
 

@@ -48,6 +48,9 @@ func (h *harness) options() Options {
 	o.WatchInterval = 5 * time.Millisecond
 	o.ReloadBackoff = Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}
 	o.APIBackoff = Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}
+	// Long enough to take in the changes one test step makes (a few polls), short next to
+	// settle(), which checks that nothing more happens.
+	o.ReloadDebounce = 20 * time.Millisecond
 	o.FileTrustDelay = time.Hour
 	o.Logger = testLogger(h.t, &h.logs)
 	o.LookupEnv = envMap(testEnv)
@@ -128,8 +131,9 @@ func TestSidecarWritesTheSubstitutedConfigAndReloadsOnce(t *testing.T) {
 	if code, _ := h.scrape("/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz = %d after the first write, want 200", code)
 	}
-	h.wantMetric(`lookout_reloader_config_apply_total{source="file"} 1`)
-	h.wantMetric(`lookout_reloader_config_apply_total{source="api"} 0`)
+	h.wantMetric(`lookout_reloader_config_apply_total{document="prometheus.env.yaml",source="file"} 1`)
+	h.wantMetric(`lookout_reloader_config_apply_total{document="prometheus.env.yaml",source="api"} 0`)
+	h.wantMetric(`lookout_reloader_config_present{document="prometheus.env.yaml"} 1`)
 	h.wantMetric(`lookout_reloader_reloads_total 1`)
 	h.wantMetric(`lookout_reloader_last_reload_successful 1`)
 
@@ -267,7 +271,7 @@ func TestSidecarAPIChangeBeforeTheFileIsNotRolledBackByTheOlderFile(t *testing.T
 	api.set("version: 3 # $(POD_NAME)\n")
 	h.waitForOutput("version: 3 # prometheus-k8s-0\n")
 	h.waitForReloads(2)
-	h.wantMetric(`lookout_reloader_config_apply_total{source="api"} 1`)
+	h.wantMetric(`lookout_reloader_config_apply_total{document="prometheus.env.yaml",source="api"} 1`)
 
 	// The kubelet catches up through an older value, then to the current one.
 	h.writeConfig("version: 2\n")
@@ -317,6 +321,7 @@ func TestSidecarReliesOnTheFileWhenTheSecretWatchIsForbidden(t *testing.T) {
 	h.start(o)
 
 	h.waitForOutput("version: 1\n")
+	h.waitForReloads(1)
 	h.writeConfig("version: 2\n")
 	h.waitForOutput("version: 2\n")
 	h.waitForReloads(2)

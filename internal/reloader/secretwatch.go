@@ -67,13 +67,18 @@ func isForbidden(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden
 }
 
-// secretWatch lists and watches one Secret and reports its configuration key as events.
+// secretWatch lists and watches one Secret and reports its configuration key as events
+// for one document.
 type secretWatch struct {
 	api                  *APIClient
 	namespace, name, key string
-	backoff              Backoff
-	log                  *slog.Logger
-	events               chan<- event
+	// doc is the document the events are about; optional says it is a piece, for which
+	// a missing Secret or key means the piece is absent rather than "ask the file".
+	doc      int
+	optional bool
+	backoff  Backoff
+	log      *slog.Logger
+	events   chan<- event
 	// minWatchTimeout is the shortest server-side timeout asked for; the actual one is
 	// up to twice that, so a fleet of sidecars does not reconnect in lockstep.
 	minWatchTimeout time.Duration
@@ -126,10 +131,15 @@ func (w *secretWatch) list(ctx context.Context) (string, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
 		return "", fmt.Errorf("list Secret %s/%s: decode: %w", w.namespace, w.name, err)
 	}
-	if len(list.Items) == 0 {
+	switch {
+	case len(list.Items) == 0 && w.optional:
+		// Normal for the pieces beyond the ones the configuration needs.
+		w.log.Debug("Piece Secret not found, the piece is absent", "secret", w.namespace+"/"+w.name)
+		w.send(ctx, event{kind: evAPIEmpty})
+	case len(list.Items) == 0:
 		w.log.Info("Configuration Secret not found, relying on the mounted file", "secret", w.namespace+"/"+w.name)
 		w.send(ctx, event{kind: evAPIEmpty})
-	} else {
+	default:
 		w.deliver(ctx, &list.Items[0])
 	}
 	return list.Metadata.ResourceVersion, nil
@@ -189,7 +199,11 @@ func (w *secretWatch) watchOnce(ctx context.Context, rv string) (string, error) 
 			case "ADDED", "MODIFIED":
 				w.deliver(ctx, &s)
 			case "DELETED":
-				w.log.Warn("Configuration Secret deleted, keeping the last configuration", "secret", w.namespace+"/"+w.name)
+				if w.optional {
+					w.log.Info("Piece Secret deleted, the piece is absent", "secret", w.namespace+"/"+w.name)
+				} else {
+					w.log.Warn("Configuration Secret deleted, keeping the last configuration", "secret", w.namespace+"/"+w.name)
+				}
 				w.send(ctx, event{kind: evAPIEmpty})
 			}
 		case "ERROR":
@@ -207,7 +221,11 @@ func (w *secretWatch) watchOnce(ctx context.Context, rv string) (string, error) 
 func (w *secretWatch) deliver(ctx context.Context, s *secretObject) {
 	raw, ok := s.Data[w.key]
 	if !ok {
-		w.log.Warn("Configuration Secret has no such key, relying on the mounted file", "secret", w.namespace+"/"+w.name, "key", w.key)
+		if w.optional {
+			w.log.Warn("Piece Secret has no such key, the piece is absent", "secret", w.namespace+"/"+w.name, "key", w.key)
+		} else {
+			w.log.Warn("Configuration Secret has no such key, relying on the mounted file", "secret", w.namespace+"/"+w.name, "key", w.key)
+		}
 		w.send(ctx, event{kind: evAPIEmpty})
 		return
 	}
@@ -220,6 +238,7 @@ func (w *secretWatch) deliver(ctx context.Context, s *secretObject) {
 }
 
 func (w *secretWatch) send(ctx context.Context, ev event) {
+	ev.doc = w.doc
 	select {
 	case w.events <- ev:
 	case <-ctx.Done():

@@ -23,6 +23,8 @@ type Inputs struct {
 	Prometheus *monitoringv1.Prometheus
 	// ServiceMonitors the Prometheus selects (see package selection).
 	ServiceMonitors []*monitoringv1.ServiceMonitor
+	PodMonitors     []*monitoringv1.PodMonitor
+	Probes          []*monitoringv1.Probe
 	// Rules are the PrometheusRules the Prometheus selects.
 	Rules []*monitoringv1.PrometheusRule
 	// Secrets referenced by the monitors, keyed "namespace/name"; a missing
@@ -71,7 +73,7 @@ func Prometheus(in Inputs) (*Desired, error) {
 		return nil, &SpecError{Reason: "InvalidRules", Message: err.Error()}
 	}
 	res, err := scrape.Generate(scrape.Input{
-		Prometheus: p, ServiceMonitors: in.ServiceMonitors, Secrets: in.Secrets,
+		Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes, Secrets: in.Secrets,
 		// Always present, so the first rule needs no config change: the
 		// reloader sees the new file and reloads.
 		RuleFiles: prometheus.RuleFilesGlobs(p.Name),

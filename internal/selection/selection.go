@@ -68,6 +68,16 @@ func ServiceMonitors(p *monitoringv1.Prometheus) (*Selector, error) {
 		"serviceMonitorNamespaceSelector", p.Spec.ServiceMonitorNamespaceSelector, p.Namespace)
 }
 
+// PodMonitors is the Prometheus's PodMonitor selector.
+func PodMonitors(p *monitoringv1.Prometheus) (*Selector, error) {
+	return New("podMonitorSelector", p.Spec.PodMonitorSelector, "podMonitorNamespaceSelector", p.Spec.PodMonitorNamespaceSelector, p.Namespace)
+}
+
+// Probes is the Prometheus's Probe selector.
+func Probes(p *monitoringv1.Prometheus) (*Selector, error) {
+	return New("probeSelector", p.Spec.ProbeSelector, "probeNamespaceSelector", p.Spec.ProbeNamespaceSelector, p.Namespace)
+}
+
 // Rules is the Prometheus's PrometheusRule selector.
 func Rules(p *monitoringv1.Prometheus) (*Selector, error) {
 	return New("ruleSelector", p.Spec.RuleSelector, "ruleNamespaceSelector", p.Spec.RuleNamespaceSelector, p.Namespace)

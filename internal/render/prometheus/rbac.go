@@ -19,6 +19,8 @@ func discoveryRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"endpoints", "pods", "services"}, Verbs: readVerbs},
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: readVerbs},
+		// Probes with ingress targets discover Ingresses.
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: readVerbs},
 	}
 }
 

@@ -200,3 +200,111 @@ func jobNamed(t testing.TB, d *document, name string) *scrapeJob {
 	t.Fatalf("no job %q in the generated config", name)
 	return nil
 }
+
+type pmOpt func(*monitoringv1.PodMonitor)
+
+// newPodMonitor selects Pods labelled app=<name> and scrapes their container port "metrics".
+func newPodMonitor(ns, name string, opts ...pmOpt) *monitoringv1.PodMonitor {
+	pm := &monitoringv1.PodMonitor{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
+		Spec: monitoringv1.PodMonitorSpec{
+			Selector:            metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{podEndpoint()},
+		},
+	}
+	for _, o := range opts {
+		o(pm)
+	}
+	return pm
+}
+
+func withPMSpec(f func(*monitoringv1.PodMonitorSpec)) pmOpt {
+	return func(pm *monitoringv1.PodMonitor) { f(&pm.Spec) }
+}
+
+func withPodEndpoints(eps ...monitoringv1.PodMetricsEndpoint) pmOpt {
+	return withPMSpec(func(s *monitoringv1.PodMonitorSpec) { s.PodMetricsEndpoints = eps })
+}
+
+type pepOpt func(*monitoringv1.PodMetricsEndpoint)
+
+// podEndpoint scrapes the container port "metrics" unless told otherwise.
+func podEndpoint(opts ...pepOpt) monitoringv1.PodMetricsEndpoint {
+	ep := monitoringv1.PodMetricsEndpoint{Port: ptr("metrics")}
+	for _, o := range opts {
+		o(&ep)
+	}
+	return ep
+}
+
+func podPort(name string) pepOpt {
+	return func(ep *monitoringv1.PodMetricsEndpoint) { ep.Port = ptr(name) }
+}
+
+func podPortNumber(n int32) pepOpt {
+	return func(ep *monitoringv1.PodMetricsEndpoint) {
+		ep.Port = nil
+		ep.PortNumber = &n
+	}
+}
+
+func podRelabelings(rcs ...monitoringv1.RelabelConfig) pepOpt {
+	return func(ep *monitoringv1.PodMetricsEndpoint) { ep.RelabelConfigs = append(ep.RelabelConfigs, rcs...) }
+}
+
+func podMetricRelabelings(rcs ...monitoringv1.RelabelConfig) pepOpt {
+	return func(ep *monitoringv1.PodMetricsEndpoint) {
+		ep.MetricRelabelConfigs = append(ep.MetricRelabelConfigs, rcs...)
+	}
+}
+
+func withPEP(f func(*monitoringv1.PodMetricsEndpoint)) pepOpt { return f }
+
+func podMonitors(pms ...*monitoringv1.PodMonitor) []*monitoringv1.PodMonitor { return pms }
+
+type probeOpt func(*monitoringv1.Probe)
+
+// newProbe probes https://example.com with module http_2xx through a blackbox exporter.
+func newProbe(ns, name string, opts ...probeOpt) *monitoringv1.Probe {
+	p := &monitoringv1.Probe{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
+		Spec: monitoringv1.ProbeSpec{
+			ProberSpec: monitoringv1.ProberSpec{URL: "blackbox-exporter.monitoring.svc:9115"},
+			Module:     "http_2xx",
+			Targets: monitoringv1.ProbeTargets{StaticConfig: &monitoringv1.ProbeTargetStaticConfig{
+				Targets: []string{"https://example.com"},
+			}},
+		},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func withProbeSpec(f func(*monitoringv1.ProbeSpec)) probeOpt {
+	return func(p *monitoringv1.Probe) { f(&p.Spec) }
+}
+
+func withStaticTargets(targets []string, labels map[string]string, rcs ...monitoringv1.RelabelConfig) probeOpt {
+	return withProbeSpec(func(s *monitoringv1.ProbeSpec) {
+		s.Targets = monitoringv1.ProbeTargets{StaticConfig: &monitoringv1.ProbeTargetStaticConfig{
+			Targets: targets, Labels: labels, RelabelConfigs: rcs,
+		}}
+	})
+}
+
+func withIngressTargets(ing monitoringv1.ProbeTargetIngress) probeOpt {
+	return withProbeSpec(func(s *monitoringv1.ProbeSpec) {
+		s.Targets = monitoringv1.ProbeTargets{Ingress: &ing}
+	})
+}
+
+func probes(ps ...*monitoringv1.Probe) []*monitoringv1.Probe { return ps }
+
+// newMixedInput is newInput for monitors of every kind.
+func newMixedInput(p *monitoringv1.Prometheus, sms []*monitoringv1.ServiceMonitor, pms []*monitoringv1.PodMonitor, ps []*monitoringv1.Probe, secrets ...*corev1.Secret) Input {
+	in := newInput(p, sms, secrets...)
+	in.PodMonitors, in.Probes = pms, ps
+	return in
+}

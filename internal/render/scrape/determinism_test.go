@@ -46,20 +46,92 @@ func variedMonitors() ([]*monitoringv1.ServiceMonitor, Input) {
 	return sms, newInput(p, nil, creds)
 }
 
+// variedPodMonitorsAndProbes returns PodMonitors and Probes that exercise the map-valued
+// fields (selectors, params, static labels, Secrets), several endpoints, duplicates, and some
+// that are rejected. Secrets are in ns-1, as for variedMonitors.
+func variedPodMonitorsAndProbes() ([]*monitoringv1.PodMonitor, []*monitoringv1.Probe) {
+	var pms []*monitoringv1.PodMonitor
+	var ps []*monitoringv1.Probe
+	for i := range 30 {
+		ns := fmt.Sprintf("ns-%d", i%7)
+		pmOpts := []pmOpt{
+			withPMSpec(func(s *monitoringv1.PodMonitorSpec) {
+				s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"a": "1", "b": "2", "c": fmt.Sprint(i)}}
+				s.PodTargetLabels = []string{"z", "y"}
+			}),
+			withPodEndpoints(
+				podEndpoint(withPEP(func(ep *monitoringv1.PodMetricsEndpoint) {
+					ep.Params = map[string][]string{"x": {"1"}, "y": {"2"}, "z": {"3"}}
+				})),
+				podEndpoint(podPortNumber(int32(9000+i))),
+			),
+		}
+		probeOpts := []probeOpt{
+			withStaticTargets([]string{"b.example.com", "a.example.com"}, map[string]string{"z": "1", "y": "2", "x": fmt.Sprint(i)}),
+			withProbeSpec(func(s *monitoringv1.ProbeSpec) {
+				s.Params = []monitoringv1.ProbeParam{{Name: "q", Values: []string{"1"}}, {Name: "p", Values: []string{"2"}}}
+			}),
+		}
+		switch i % 5 {
+		case 1:
+			pmOpts = append(pmOpts, withPMSpec(func(s *monitoringv1.PodMonitorSpec) { s.NamespaceSelector.MatchNames = []string{"z", "y"} }))
+			probeOpts = append(probeOpts, withIngressTargets(monitoringv1.ProbeTargetIngress{
+				Selector:          metav1.LabelSelector{MatchLabels: map[string]string{"q": "1", "p": "2"}},
+				NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{"w", "v"}},
+			}))
+		case 2:
+			pmOpts = append(pmOpts, withPodEndpoints(podEndpoint(podRelabelings(relabelCfg("keep", []string{"a"}, "", "(")))))
+			probeOpts = append(probeOpts, withProbeSpec(func(s *monitoringv1.ProbeSpec) { s.ProberSpec.URL = "" }))
+		case 3:
+			if ns == "ns-1" {
+				pmOpts = append(pmOpts, withPodEndpoints(podEndpoint(withPEP(func(ep *monitoringv1.PodMetricsEndpoint) {
+					ep.BasicAuth = &monitoringv1.BasicAuth{Username: secretRef("creds", "user"), Password: secretRef("creds", "password")}
+				}))))
+				probeOpts = append(probeOpts, withProbeSpec(func(s *monitoringv1.ProbeSpec) {
+					s.BasicAuth = &monitoringv1.BasicAuth{Username: secretRef("creds", "user"), Password: secretRef("creds", "password")}
+				}))
+			}
+		case 4:
+			// Same namespace/name as the ServiceMonitor of that index: each kind keeps its own.
+			pms = append(pms, newPodMonitor(ns, fmt.Sprintf("sm-%02d", i)))
+		}
+		pms = append(pms, newPodMonitor(ns, fmt.Sprintf("pm-%02d", i), pmOpts...))
+		ps = append(ps, newProbe(ns, fmt.Sprintf("probe-%02d", i), probeOpts...))
+	}
+	// The same name twice (an object deleted and recreated, so another UID): which copy is kept
+	// must not depend on the order.
+	recreated := newProbe("ns-0", "probe-00")
+	recreated.UID = "recreated"
+	ps = append(ps, recreated)
+	return pms, ps
+}
+
+func shuffled[T any](rng *rand.Rand, in []T) []T {
+	out := append([]T(nil), in...)
+	rng.Shuffle(len(out), func(a, b int) { out[a], out[b] = out[b], out[a] })
+	return out
+}
+
 func TestGenerateIsDeterministic(t *testing.T) {
 	sms, in := variedMonitors()
-	in.ServiceMonitors = sms
+	pms, ps := variedPodMonitorsAndProbes()
+	in.ServiceMonitors, in.PodMonitors, in.Probes = sms, pms, ps
 	want, err := Generate(in)
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
 	mustLoad(t, want.Config)
+	kinds := map[string]int{}
+	for _, v := range want.Verdicts {
+		kinds[v.Kind]++
+	}
+	if kinds["ServiceMonitor"] != len(sms) || kinds["PodMonitor"] != len(pms) || kinds["Probe"] != len(ps) {
+		t.Fatalf("verdicts per kind = %v", kinds)
+	}
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 20 {
-		shuffled := append([]*monitoringv1.ServiceMonitor(nil), sms...)
-		rng.Shuffle(len(shuffled), func(a, b int) { shuffled[a], shuffled[b] = shuffled[b], shuffled[a] })
-		in.ServiceMonitors = shuffled
+		in.ServiceMonitors, in.PodMonitors, in.Probes = shuffled(rng, sms), shuffled(rng, pms), shuffled(rng, ps)
 		got, err := Generate(in)
 		if err != nil {
 			t.Fatalf("shuffle %d: Generate: %v", i, err)
@@ -78,10 +150,19 @@ func TestGenerateIsDeterministic(t *testing.T) {
 
 func TestGenerateDoesNotModifyItsInput(t *testing.T) {
 	sms, in := variedMonitors()
-	in.ServiceMonitors = sms
+	pms, ps := variedPodMonitorsAndProbes()
+	in.ServiceMonitors, in.PodMonitors, in.Probes = sms, pms, ps
 	before := make([]*monitoringv1.ServiceMonitor, len(sms))
 	for i, sm := range sms {
 		before[i] = sm.DeepCopy()
+	}
+	pmsBefore := make([]*monitoringv1.PodMonitor, len(pms))
+	for i, pm := range pms {
+		pmsBefore[i] = pm.DeepCopy()
+	}
+	psBefore := make([]*monitoringv1.Probe, len(ps))
+	for i, p := range ps {
+		psBefore[i] = p.DeepCopy()
 	}
 	promBefore := in.Prometheus.DeepCopy()
 	if _, err := Generate(in); err != nil {
@@ -90,6 +171,16 @@ func TestGenerateDoesNotModifyItsInput(t *testing.T) {
 	for i := range sms {
 		if !reflect.DeepEqual(sms[i], before[i]) {
 			t.Errorf("ServiceMonitor %s/%s was modified", sms[i].Namespace, sms[i].Name)
+		}
+	}
+	for i := range pms {
+		if !reflect.DeepEqual(pms[i], pmsBefore[i]) {
+			t.Errorf("PodMonitor %s/%s was modified", pms[i].Namespace, pms[i].Name)
+		}
+	}
+	for i := range ps {
+		if !reflect.DeepEqual(ps[i], psBefore[i]) {
+			t.Errorf("Probe %s/%s was modified", ps[i].Namespace, ps[i].Name)
 		}
 	}
 	if !reflect.DeepEqual(in.Prometheus, promBefore) {
@@ -101,7 +192,8 @@ func TestGenerateDoesNotModifyItsInput(t *testing.T) {
 // marshalling the whole document at once gives.
 func TestAssembledConfigIsOneDocument(t *testing.T) {
 	sms, in := variedMonitors()
-	in.ServiceMonitors = sms
+	pms, ps := variedPodMonitorsAndProbes()
+	in.ServiceMonitors, in.PodMonitors, in.Probes = sms, pms, ps
 	res, err := Generate(in)
 	if err != nil {
 		t.Fatalf("Generate: %v", err)

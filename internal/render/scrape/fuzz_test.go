@@ -1,17 +1,20 @@
 package scrape
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/prometheus/config"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// FuzzGenerate feeds random monitor fields next to a known-good monitor. Whatever the input,
-// Generate must not fail or panic, must reject a bad monitor with a reason and a message, and
-// must always ship a config Prometheus loads with the good monitor in it.
+// FuzzGenerate feeds random monitor fields, as a ServiceMonitor, a PodMonitor and a Probe, next
+// to a known-good monitor of each kind. Whatever the input, Generate must not fail or panic,
+// must reject a bad monitor with a reason and a message, and must always ship a config
+// Prometheus loads with the good monitors in it.
 func FuzzGenerate(f *testing.F) {
 	for _, seed := range []struct {
 		regex, action, port, targetPortName, label, target, replacement, interval, selKey, selValue string
@@ -59,14 +62,50 @@ func FuzzGenerate(f *testing.F) {
 				s.PodTargetLabels = []string{target}
 			}
 		}))
-		good := newServiceMonitor("fuzz", "good")
+		pep := monitoringv1.PodMetricsEndpoint{Port: &port, TargetPort: ep.TargetPort, Interval: ep.Interval}
+		if targetPort != 0 {
+			n := int32(targetPort)
+			pep.PortNumber = &n
+		}
+		pep.RelabelConfigs, pep.MetricRelabelConfigs = ep.RelabelConfigs, ep.MetricRelabelConfigs
+		fuzzedPM := newPodMonitor("fuzz", "fuzzed", withPodEndpoints(pep), withPMSpec(func(s *monitoringv1.PodMonitorSpec) {
+			s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{selKey: selValue}}
+			s.JobLabel = label
+			if target != "" {
+				s.PodTargetLabels = []string{target}
+			}
+		}))
+		fuzzedProbe := newProbe("fuzz", "fuzzed", withProbeSpec(func(s *monitoringv1.ProbeSpec) {
+			s.ProberSpec.URL = port
+			s.ProberSpec.Path = targetPortName
+			s.Module = selValue
+			s.JobName = label
+			s.Interval = monitoringv1.Duration(interval)
+			s.MetricRelabelConfigs = []monitoringv1.RelabelConfig{rc}
+			if selKey == "" {
+				s.Targets = monitoringv1.ProbeTargets{Ingress: &monitoringv1.ProbeTargetIngress{
+					Selector:       metav1.LabelSelector{MatchLabels: map[string]string{target: selValue}},
+					RelabelConfigs: []monitoringv1.RelabelConfig{rc},
+				}}
+				return
+			}
+			s.Targets.StaticConfig = &monitoringv1.ProbeTargetStaticConfig{
+				Targets:        []string{regex, replacement},
+				Labels:         map[string]string{selKey: selValue},
+				RelabelConfigs: []monitoringv1.RelabelConfig{rc},
+			}
+		}))
 
-		res, err := Generate(newInput(newPrometheus(), monitors(fuzzed, good)))
+		res, err := Generate(newMixedInput(newPrometheus(),
+			monitors(fuzzed, newServiceMonitor("fuzz", "good")),
+			podMonitors(fuzzedPM, newPodMonitor("fuzz", "good")),
+			probes(fuzzedProbe, newProbe("fuzz", "good")),
+		))
 		if err != nil {
 			t.Fatalf("Generate failed on a bad monitor instead of rejecting it: %v", err)
 		}
-		if len(res.Verdicts) != 2 {
-			t.Fatalf("got %d verdicts, want 2", len(res.Verdicts))
+		if len(res.Verdicts) != 6 {
+			t.Fatalf("got %d verdicts, want 6", len(res.Verdicts))
 		}
 		for _, v := range res.Verdicts {
 			if v.Accepted {
@@ -79,18 +118,14 @@ func FuzzGenerate(f *testing.F) {
 				t.Errorf("%s rejected without reason or message: %+v", v.Name, v)
 			}
 			if v.Name == "good" {
-				t.Errorf("the good monitor was rejected: %s", v.Message)
+				t.Errorf("the good %s was rejected: %s", v.Kind, v.Message)
 			}
 		}
 		cfg := mustLoad(t, res.Config)
-		found := false
-		for _, sc := range cfg.ScrapeConfigs {
-			if strings.HasPrefix(sc.JobName, "serviceMonitor/fuzz/good/") {
-				found = true
+		for _, prefix := range []string{"serviceMonitor/fuzz/good/", "podMonitor/fuzz/good/", "probe/fuzz/good"} {
+			if !slices.ContainsFunc(cfg.ScrapeConfigs, func(sc *config.ScrapeConfig) bool { return strings.HasPrefix(sc.JobName, prefix) }) {
+				t.Errorf("the good monitor's job %s... is missing", prefix)
 			}
-		}
-		if !found {
-			t.Error("the good monitor's job is missing")
 		}
 	})
 }

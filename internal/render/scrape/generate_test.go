@@ -12,22 +12,69 @@ import (
 
 // wantVerdict is what a test expects of one monitor's verdict.
 type wantVerdict struct {
+	kind        string // checked when set
 	key         string // namespace/name
 	reason      string // "" when accepted
 	message     string // exact message, when set
 	msgContains []string
 }
 
+// verdictCase is one table case: the verdicts Generate must give for in, and anything else
+// check wants to see in the result. Every case's config must load in Prometheus.
+type verdictCase struct {
+	name  string
+	in    Input
+	want  []wantVerdict
+	check func(t *testing.T, res *Result)
+}
+
+func runVerdictCases(t *testing.T, tests []verdictCase) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Generate(tc.in)
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			mustLoad(t, res.Config)
+			if len(res.Verdicts) != len(tc.want) {
+				t.Fatalf("got %d verdicts, want %d: %+v", len(res.Verdicts), len(tc.want), res.Verdicts)
+			}
+			for i, w := range tc.want {
+				v := res.Verdicts[i]
+				if got := v.Namespace + "/" + v.Name; got != w.key {
+					t.Errorf("verdict %d is for %s, want %s", i, got, w.key)
+				}
+				if w.kind != "" && v.Kind != w.kind {
+					t.Errorf("verdict %d is for a %s, want a %s", i, v.Kind, w.kind)
+				}
+				if v.Accepted != (w.reason == "") || v.Reason != w.reason {
+					t.Errorf("%s: accepted=%v reason=%q, want reason %q (message %q)", w.key, v.Accepted, v.Reason, w.reason, v.Message)
+				}
+				if w.message != "" && v.Message != w.message {
+					t.Errorf("%s: message\n got %s\nwant %s", w.key, v.Message, w.message)
+				}
+				for _, s := range w.msgContains {
+					if !strings.Contains(v.Message, s) {
+						t.Errorf("%s: message %q does not contain %q", w.key, v.Message, s)
+					}
+				}
+				if !v.Accepted && v.Message == "" {
+					t.Errorf("%s: rejected without a message", w.key)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, res)
+			}
+		})
+	}
+}
+
 func TestGenerateVerdicts(t *testing.T) {
 	bad := func(rcs ...monitoringv1.RelabelConfig) smOpt { return withEndpoints(endpoint(relabelings(rcs...))) }
 	creds := newSecret("default", "creds", map[string]string{"user": "alice", "password": "s3cret", "token": "t0ken"})
 
-	tests := []struct {
-		name  string
-		in    Input
-		want  []wantVerdict
-		check func(t *testing.T, res *Result)
-	}{
+	tests := []verdictCase{
 		{
 			name: "accepts a minimal ServiceMonitor",
 			in:   newInput(newPrometheus(), monitors(newServiceMonitor("default", "app"))),
@@ -490,41 +537,7 @@ func TestGenerateVerdicts(t *testing.T) {
 		},
 	}
 
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := Generate(tc.in)
-			if err != nil {
-				t.Fatalf("Generate: %v", err)
-			}
-			mustLoad(t, res.Config)
-			if len(res.Verdicts) != len(tc.want) {
-				t.Fatalf("got %d verdicts, want %d: %+v", len(res.Verdicts), len(tc.want), res.Verdicts)
-			}
-			for i, w := range tc.want {
-				v := res.Verdicts[i]
-				if got := v.Namespace + "/" + v.Name; got != w.key {
-					t.Errorf("verdict %d is for %s, want %s", i, got, w.key)
-				}
-				if v.Accepted != (w.reason == "") || v.Reason != w.reason {
-					t.Errorf("%s: accepted=%v reason=%q, want reason %q (message %q)", w.key, v.Accepted, v.Reason, w.reason, v.Message)
-				}
-				if w.message != "" && v.Message != w.message {
-					t.Errorf("%s: message\n got %s\nwant %s", w.key, v.Message, w.message)
-				}
-				for _, s := range w.msgContains {
-					if !strings.Contains(v.Message, s) {
-						t.Errorf("%s: message %q does not contain %q", w.key, v.Message, s)
-					}
-				}
-				if !v.Accepted && v.Message == "" {
-					t.Errorf("%s: rejected without a message", w.key)
-				}
-			}
-			if tc.check != nil {
-				tc.check(t, res)
-			}
-		})
-	}
+	runVerdictCases(t, tests)
 }
 
 func TestGenerateRefusesAnInvalidPrometheus(t *testing.T) {

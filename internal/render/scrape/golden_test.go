@@ -175,6 +175,77 @@ func goldenCases() map[string]Input {
 			newServiceMonitor("team-b", "plain-class", withSMSpec(func(s *monitoringv1.ServiceMonitorSpec) { s.ScrapeClassName = ptr("plain") })),
 		)),
 
+		"podmonitor_minimal": newMixedInput(newPrometheus(), nil, podMonitors(newPodMonitor("default", "app")), nil),
+
+		"podmonitor_job_label_pod_target_labels_namespace_any": newMixedInput(
+			newPrometheus(withPromSpec(func(s *monitoringv1.PrometheusSpec) {
+				s.PodTargetLabels = []string{"app.kubernetes.io/version", "zone"}
+			})),
+			nil,
+			podMonitors(newPodMonitor("default", "app",
+				withPMSpec(func(s *monitoringv1.PodMonitorSpec) {
+					s.JobLabel = "app.kubernetes.io/name"
+					s.PodTargetLabels = []string{"zone", "pod-template-hash"}
+					s.NamespaceSelector = monitoringv1.NamespaceSelector{Any: true}
+					s.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"batch"}}}
+				}),
+				withPodEndpoints(
+					podEndpoint(),
+					podEndpoint(podPortNumber(9100), withPEP(func(ep *monitoringv1.PodMetricsEndpoint) {
+						ep.Interval = "15s"
+						ep.Path = "/stats"
+						ep.FilterRunning = ptr(false)
+					})),
+				),
+			)),
+			nil,
+		),
+
+		"probe_static_targets": newMixedInput(newPrometheus(), nil, nil, probes(newProbe("default", "websites",
+			withStaticTargets([]string{"https://example.com", "https://example.org/healthz", "10.0.0.1:443"}, map[string]string{"env": "prod"}),
+		))),
+
+		"probe_relabelings_and_basic_auth": newMixedInput(newPrometheus(withShards(2)), nil, nil, probes(newProbe("default", "internal",
+			withStaticTargets([]string{"https://intranet.example.com"}, nil,
+				func() monitoringv1.RelabelConfig {
+					rc := relabelCfg("replace", []string{"__param_target"}, "__param_module", "https://intranet.*")
+					rc.Replacement = ptr("http_2xx_auth")
+					return rc
+				}(),
+				relabelCfg("replace", []string{"__param_target"}, "site", ""),
+			),
+			withProbeSpec(func(s *monitoringv1.ProbeSpec) {
+				s.JobName = "blackbox"
+				s.ProberSpec.Scheme = ptr(monitoringv1.SchemeHTTPS)
+				s.ProberSpec.Path = "/blackbox/probe"
+				s.Interval = "1m"
+				s.ScrapeTimeout = "20s"
+				s.Params = []monitoringv1.ProbeParam{{Name: "debug", Values: []string{"true"}}}
+				s.BasicAuth = &monitoringv1.BasicAuth{Username: secretRef("creds", "user"), Password: secretRef("creds", "password")}
+				s.MetricRelabelConfigs = []monitoringv1.RelabelConfig{relabelCfg("drop", []string{"__name__"}, "", "probe_http_version")}
+				s.SampleLimit = ptr(int64(1000))
+			}),
+		)), creds),
+
+		"probe_ingress_targets": newMixedInput(newPrometheus(), nil, nil, probes(newProbe("default", "ingresses",
+			withIngressTargets(monitoringv1.ProbeTargetIngress{
+				Selector:          metav1.LabelSelector{MatchLabels: map[string]string{"probe": "true"}},
+				NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{"web", "shop"}},
+				RelabelConfigs: []monitoringv1.RelabelConfig{func() monitoringv1.RelabelConfig {
+					rc := relabelCfg("replace", []string{ingressAddressLabel}, "__param_target", "")
+					rc.Replacement = ptr("https://${1}/healthz")
+					return rc
+				}()},
+			}),
+		))),
+
+		"mixed_kinds_order": newMixedInput(
+			newPrometheus(withPromSpec(func(s *monitoringv1.PrometheusSpec) { s.EnforcedNamespaceLabel = "tenant" })),
+			monitors(newServiceMonitor("default", "zeta"), newServiceMonitor("apps", "alpha")),
+			podMonitors(newPodMonitor("default", "alpha"), newPodMonitor("apps", "web")),
+			probes(newProbe("default", "alpha"), newProbe("apps", "site")),
+		),
+
 		"rejected_monitor_left_out": newInput(newPrometheus(), monitors(
 			newServiceMonitor("default", "good"),
 			newServiceMonitor("default", "bad", withEndpoints(endpoint(relabelings(relabelCfg("keep", []string{"__address__"}, "", "(foo"))))),

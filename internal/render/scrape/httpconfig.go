@@ -44,43 +44,39 @@ func isZeroSelector(sel corev1.SecretKeySelector) bool {
 }
 
 // endpointHTTP fills the HTTP client part of a job: scheme, redirects, proxy, TLS and
-// credentials.
-func (g *generator) endpointHTTP(job *scrapeJob, sm *monitoringv1.ServiceMonitor, field string, ep *monitoringv1.Endpoint, class *monitoringv1.ScrapeClass) *rejection {
-	ns := sm.Namespace
+// credentials. hc is in the shape of a ServiceMonitor endpoint's, the widest of the kinds;
+// PodMonitors and Probes convert theirs. field is the path of the object holding hc, empty at
+// the top of a spec; Secrets are read in namespace ns.
+func (g *generator) endpointHTTP(job *scrapeJob, ns, field string, scheme *monitoringv1.Scheme, hc *monitoringv1.HTTPConfigWithProxyAndTLSFiles, bearerTokenFile string, class *monitoringv1.ScrapeClass) *rejection {
 	// The API types know which combinations make no sense (two kinds of auth, a client cert
 	// without a key, noProxy without proxyUrl...).
-	if err := ep.HTTPConfigWithProxyAndTLSFiles.Validate(); err != nil {
-		return reject(ReasonInvalidConfig, "%s: %v", field, err)
+	if err := hc.Validate(); err != nil {
+		return reject(ReasonInvalidConfig, "%s", atField(field, err.Error()))
 	}
-	hc := &ep.HTTPConfigWithProxyAndTLSFiles
-	if ep.BearerTokenFile != "" && (hc.Authorization != nil || hc.BasicAuth != nil || hc.OAuth2 != nil || hc.BearerTokenSecret != nil) {
-		return reject(ReasonInvalidConfig, "%s.bearerTokenFile: cannot be set together with authorization, basicAuth, oauth2 or bearerTokenSecret", field)
+	if bearerTokenFile != "" && (hc.Authorization != nil || hc.BasicAuth != nil || hc.OAuth2 != nil || hc.BearerTokenSecret != nil) {
+		return reject(ReasonInvalidConfig, "%s: cannot be set together with authorization, basicAuth, oauth2 or bearerTokenSecret", fieldPath(field, "bearerTokenFile"))
 	}
 	if g.prom.Spec.ArbitraryFSAccessThroughSMs.Deny {
-		if ep.BearerTokenFile != "" {
-			return reject(ReasonFileAccessDenied, "%s.bearerTokenFile: reading files from the Prometheus container is denied by the Prometheus's arbitraryFSAccessThroughSMs.deny", field)
+		if bearerTokenFile != "" {
+			return reject(ReasonFileAccessDenied, "%s: reading files from the Prometheus container is denied by the Prometheus's arbitraryFSAccessThroughSMs.deny", fieldPath(field, "bearerTokenFile"))
 		}
 		if t := hc.TLSConfig; t != nil && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "") {
-			return reject(ReasonFileAccessDenied, "%s.tlsConfig: caFile, certFile and keyFile are denied by the Prometheus's arbitraryFSAccessThroughSMs.deny", field)
+			return reject(ReasonFileAccessDenied, "%s: caFile, certFile and keyFile are denied by the Prometheus's arbitraryFSAccessThroughSMs.deny", fieldPath(field, "tlsConfig"))
 		}
 	}
 
-	if ep.Scheme != nil && *ep.Scheme != "" {
-		scheme := strings.ToLower(string(*ep.Scheme))
-		if scheme != "http" && scheme != "https" {
-			return reject(ReasonInvalidConfig, "%s.scheme: %q is neither HTTP nor HTTPS", field, string(*ep.Scheme))
-		}
-		job.Scheme = scheme
+	var rej *rejection
+	if job.Scheme, rej = schemeOf(fieldPath(field, "scheme"), scheme); rej != nil {
+		return rej
 	}
 	job.FollowRedirects = hc.FollowRedirects
 	job.EnableHTTP2 = hc.EnableHTTP2
 
-	var rej *rejection
 	if job.Proxy, rej = g.proxy(ns, field, &hc.ProxyConfig); rej != nil {
 		return rej
 	}
 	if hc.OAuth2 != nil {
-		if job.OAuth2, rej = g.oauth2(ns, field+".oauth2", hc.OAuth2); rej != nil {
+		if job.OAuth2, rej = g.oauth2(ns, fieldPath(field, "oauth2"), hc.OAuth2); rej != nil {
 			return rej
 		}
 	}
@@ -88,26 +84,26 @@ func (g *generator) endpointHTTP(job *scrapeJob, sm *monitoringv1.ServiceMonitor
 	if class != nil {
 		classTLS = class.TLSConfig
 	}
-	if job.TLSConfig, rej = endpointTLS(field+".tlsConfig", hc.TLSConfig, classTLS); rej != nil {
+	if job.TLSConfig, rej = endpointTLS(fieldPath(field, "tlsConfig"), hc.TLSConfig, classTLS); rej != nil {
 		return rej
 	}
 
 	if hc.BearerTokenSecret != nil {
-		if job.BearerToken, rej = g.secretValue(ns, field+".bearerTokenSecret", hc.BearerTokenSecret); rej != nil {
+		if job.BearerToken, rej = g.secretValue(ns, fieldPath(field, "bearerTokenSecret"), hc.BearerTokenSecret); rej != nil {
 			return rej
 		}
 	}
-	job.BearerTokenFile = ep.BearerTokenFile
+	job.BearerTokenFile = bearerTokenFile
 
 	if ba := hc.BasicAuth; ba != nil {
 		job.BasicAuth = &basicAuth{}
 		if !isZeroSelector(ba.Username) {
-			if job.BasicAuth.Username, rej = g.secretValue(ns, field+".basicAuth.username", &ba.Username); rej != nil {
+			if job.BasicAuth.Username, rej = g.secretValue(ns, fieldPath(field, "basicAuth.username"), &ba.Username); rej != nil {
 				return rej
 			}
 		}
 		if !isZeroSelector(ba.Password) {
-			if job.BasicAuth.Password, rej = g.secretValue(ns, field+".basicAuth.password", &ba.Password); rej != nil {
+			if job.BasicAuth.Password, rej = g.secretValue(ns, fieldPath(field, "basicAuth.password"), &ba.Password); rej != nil {
 				return rej
 			}
 		}
@@ -115,11 +111,11 @@ func (g *generator) endpointHTTP(job *scrapeJob, sm *monitoringv1.ServiceMonitor
 
 	switch {
 	case hc.Authorization != nil:
-		if job.Authorization, rej = g.authorization(ns, field+".authorization", hc.Authorization); rej != nil {
+		if job.Authorization, rej = g.authorization(ns, fieldPath(field, "authorization"), hc.Authorization); rej != nil {
 			return rej
 		}
 	case class != nil && class.Authorization != nil && hc.BasicAuth == nil && hc.OAuth2 == nil &&
-		hc.BearerTokenSecret == nil && ep.BearerTokenFile == "":
+		hc.BearerTokenSecret == nil && bearerTokenFile == "":
 		// The scrape class's credentials apply only when the endpoint brings none of its own;
 		// they live in the Prometheus's namespace.
 		ca := class.Authorization
@@ -133,6 +129,18 @@ func (g *generator) endpointHTTP(job *scrapeJob, sm *monitoringv1.ServiceMonitor
 		}
 	}
 	return nil
+}
+
+// schemeOf is the scheme written for a scrape, lowercase; empty leaves Prometheus's default.
+func schemeOf(field string, s *monitoringv1.Scheme) (string, *rejection) {
+	if s == nil || *s == "" {
+		return "", nil
+	}
+	scheme := strings.ToLower(string(*s))
+	if scheme != "http" && scheme != "https" {
+		return "", reject(ReasonInvalidConfig, "%s: %q is neither HTTP nor HTTPS", field, string(*s))
+	}
+	return scheme, nil
 }
 
 func authType(t string) string {
@@ -175,7 +183,7 @@ func (g *generator) proxy(ns, field string, pc *monitoringv1.ProxyConfig) (proxy
 			sels := pc.ProxyConnectHeader[h]
 			values := make([]string, 0, len(sels))
 			for i := range sels {
-				v, rej := g.secretValue(ns, fmt.Sprintf("%s.proxyConnectHeader[%s][%d]", field, h, i), &sels[i])
+				v, rej := g.secretValue(ns, fmt.Sprintf("%s[%s][%d]", fieldPath(field, "proxyConnectHeader"), h, i), &sels[i])
 				if rej != nil {
 					return proxyConfig{}, rej
 				}

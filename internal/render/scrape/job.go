@@ -10,7 +10,8 @@ type scrapeJob struct {
 	HonorLabels              bool                 `yaml:"honor_labels"`
 	HonorTimestamps          *bool                `yaml:"honor_timestamps,omitempty"`
 	TrackTimestampsStaleness *bool                `yaml:"track_timestamps_staleness,omitempty"`
-	KubernetesSDConfigs      []kubernetesSDConfig `yaml:"kubernetes_sd_configs"`
+	KubernetesSDConfigs      []kubernetesSDConfig `yaml:"kubernetes_sd_configs,omitempty"`
+	StaticConfigs            []staticConfig       `yaml:"static_configs,omitempty"`
 	ScrapeInterval           string               `yaml:"scrape_interval,omitempty"`
 	ScrapeTimeout            string               `yaml:"scrape_timeout,omitempty"`
 	MetricsPath              string               `yaml:"metrics_path,omitempty"`
@@ -52,6 +53,12 @@ type kubernetesSDConfig struct {
 	Namespaces     *sdNamespaces       `yaml:"namespaces,omitempty"`
 	Selectors      []sdSelector        `yaml:"selectors,omitempty"`
 	AttachMetadata *sdAttachedMetadata `yaml:"attach_metadata,omitempty"`
+}
+
+// staticConfig is one static_configs entry: fixed targets sharing labels.
+type staticConfig struct {
+	Targets []string          `yaml:"targets"`
+	Labels  map[string]string `yaml:"labels,omitempty"`
 }
 
 type sdNamespaces struct {

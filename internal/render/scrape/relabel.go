@@ -143,13 +143,14 @@ func copyNonEmptyRule(source, target string) *relabelRule {
 	return &relabelRule{SourceLabels: []string{source}, TargetLabel: target, Regex: ptr("(.+)"), Replacement: ptr("${1}")}
 }
 
-// shardingRules keep only the targets whose address hashes to this shard. A target keeps a
-// __tmp_hash set by an earlier rule, and one with __tmp_disable_sharding set is scraped by
-// every shard.
-func shardingRules(shards uint64) []*relabelRule {
+// shardingRules keep only the targets whose source label (the address, or for Probes the
+// probed target, since every Probe target has the prober's address) hashes to this shard. A
+// target keeps a __tmp_hash set by an earlier rule, and one with __tmp_disable_sharding set is
+// scraped by every shard.
+func shardingRules(shards uint64, source string) []*relabelRule {
 	return []*relabelRule{
 		{
-			SourceLabels: []string{"__address__", "__tmp_hash"},
+			SourceLabels: []string{source, "__tmp_hash"},
 			TargetLabel:  "__tmp_hash",
 			Regex:        ptr("(.+);"),
 			Replacement:  ptr("${1}"),

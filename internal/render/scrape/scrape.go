@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/config"
 	"go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	// Registers kubernetes_sd_configs with the config loader; without it every job is refused.
 	_ "github.com/prometheus/prometheus/discovery/kubernetes"
@@ -23,8 +24,11 @@ import (
 
 // Input is what the generator needs for one Prometheus.
 type Input struct {
-	Prometheus      *monitoringv1.Prometheus
-	ServiceMonitors []*monitoringv1.ServiceMonitor // already selected by the caller; any order
+	Prometheus *monitoringv1.Prometheus
+	// The monitors the Prometheus selects, already selected by the caller; any order.
+	ServiceMonitors []*monitoringv1.ServiceMonitor
+	PodMonitors     []*monitoringv1.PodMonitor
+	Probes          []*monitoringv1.Probe
 	// Secrets referenced by monitors, keyed "namespace/name". A missing key means the Secret does not exist.
 	Secrets map[string]*corev1.Secret
 	// RuleFiles are the rule_files patterns, written after the global section.
@@ -33,7 +37,7 @@ type Input struct {
 
 // Verdict says whether one input object made it into the config.
 type Verdict struct {
-	Kind       string // "ServiceMonitor"
+	Kind       string // "ServiceMonitor", "PodMonitor" or "Probe"
 	Namespace  string
 	Name       string
 	Generation int64
@@ -44,10 +48,14 @@ type Verdict struct {
 
 // Result is the rendered prometheus.yaml plus what the caller needs to report and to grant.
 type Result struct {
-	Config   []byte    // the whole prometheus.yaml, deterministic: same input → same bytes
-	Verdicts []Verdict // exactly one per input ServiceMonitor, sorted by namespace/name
-	// Namespaces Prometheus must run Kubernetes discovery in (sorted, unique), for RBAC.
-	// AllNamespaces is true when some accepted monitor uses namespaceSelector.any.
+	Config []byte // the whole prometheus.yaml, deterministic: same input → same bytes
+	// Exactly one per input monitor, sorted by kind (ServiceMonitor, PodMonitor, Probe), then
+	// by namespace/name.
+	Verdicts []Verdict
+	// Namespaces Prometheus must run Kubernetes discovery in (sorted, unique), for RBAC: those of
+	// accepted ServiceMonitors (endpoints or endpointslice role), PodMonitors (pod role) and
+	// Probes with ingress targets (ingress role). AllNamespaces is true when some accepted
+	// monitor uses namespaceSelector.any.
 	Namespaces    []string
 	AllNamespaces bool
 }
@@ -61,7 +69,7 @@ const (
 	ReasonSecretKeyNotFound    = "SecretKeyNotFound"    // a referenced Secret lacks the key
 	ReasonInvalidPort          = "InvalidPort"          // no port, or a bad port name or number
 	ReasonInvalidDuration      = "InvalidDuration"      // interval or scrapeTimeout unparsable, or timeout > interval
-	ReasonInvalidSelector      = "InvalidSelector"      // the Service label selector does not parse
+	ReasonInvalidSelector      = "InvalidSelector"      // a label selector (Services, Pods, Ingresses) does not parse
 	ReasonScrapeClassNotFound  = "ScrapeClassNotFound"  // scrapeClass names a class the Prometheus lacks
 	ReasonFileAccessDenied     = "FileAccessDenied"     // file paths while arbitraryFSAccessThroughSMs.deny is set
 	ReasonUnsupported          = "Unsupported"          // a feature Lookout does not render yet
@@ -72,6 +80,10 @@ const (
 const (
 	serviceMonitorKind          = monitoringv1.ServiceMonitorsKind
 	serviceMonitorJobNamePrefix = "serviceMonitor"
+	podMonitorKind              = monitoringv1.PodMonitorsKind
+	podMonitorJobNamePrefix     = "podMonitor"
+	probeKind                   = monitoringv1.ProbesKind
+	probeJobNamePrefix          = "probe"
 )
 
 // rejection is why one monitor is left out of the config.
@@ -103,11 +115,40 @@ func Generate(in Input) (*Result, error) {
 
 // candidate is a monitor whose jobs were built and now wait for the loader's word.
 type candidate struct {
-	verdict   int // index into Result.Verdicts
+	verdict   int    // index into Result.Verdicts
+	endpoints string // the field listing the monitor's endpoints, one job each; "" for one job per monitor
 	jobs      []*scrapeJob
 	fragment  []byte // the jobs as YAML sequence items, ready to be appended under scrape_configs
 	discovery discovery
 	rejected  bool
+}
+
+// monitor is one input object of any kind, in the order its jobs are written.
+type monitor struct {
+	kind      string
+	obj       metav1.Object
+	endpoints string // see candidate.endpoints
+	jobs      func() ([]*scrapeJob, discovery, *rejection)
+}
+
+// monitors lists the input in the order COMPAT.md fixes: ServiceMonitors, PodMonitors, Probes,
+// each sorted by namespace/name.
+func (g *generator) monitors(in Input) []monitor {
+	sms, pms, probes := sortedObjects(in.ServiceMonitors), sortedObjects(in.PodMonitors), sortedObjects(in.Probes)
+	out := make([]monitor, 0, len(sms)+len(pms)+len(probes))
+	for _, sm := range sms {
+		out = append(out, monitor{kind: serviceMonitorKind, obj: sm, endpoints: "endpoints",
+			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.serviceMonitorJobs(sm) }})
+	}
+	for _, pm := range pms {
+		out = append(out, monitor{kind: podMonitorKind, obj: pm, endpoints: "podMetricsEndpoints",
+			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.podMonitorJobs(pm) }})
+	}
+	for _, p := range probes {
+		out = append(out, monitor{kind: probeKind, obj: p,
+			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.probeJobs(p) }})
+	}
+	return out
 }
 
 func generate(in Input) (*Result, error) {
@@ -116,37 +157,39 @@ func generate(in Input) (*Result, error) {
 		return nil, err
 	}
 
-	monitors := sortedServiceMonitors(in.ServiceMonitors)
+	monitors := g.monitors(in)
 	res := &Result{Verdicts: make([]Verdict, 0, len(monitors))}
 	candidates := make([]*candidate, 0, len(monitors))
 	seen := make(map[string]struct{}, len(monitors))
 
-	for _, sm := range monitors {
+	for _, m := range monitors {
 		res.Verdicts = append(res.Verdicts, Verdict{
-			Kind:       serviceMonitorKind,
-			Namespace:  sm.Namespace,
-			Name:       sm.Name,
-			Generation: sm.Generation,
+			Kind:       m.kind,
+			Namespace:  m.obj.GetNamespace(),
+			Name:       m.obj.GetName(),
+			Generation: m.obj.GetGeneration(),
 		})
 		v := &res.Verdicts[len(res.Verdicts)-1]
-		smKey := sm.Namespace + "/" + sm.Name
-		if _, dup := seen[smKey]; dup {
+		key := m.obj.GetNamespace() + "/" + m.obj.GetName()
+		if _, dup := seen[m.kind+"/"+key]; dup {
 			v.Reason = ReasonDuplicate
-			v.Message = fmt.Sprintf("ServiceMonitor %s was given more than once; only the first is used", smKey)
+			v.Message = fmt.Sprintf("%s %s was given more than once; only the first is used", m.kind, key)
 			continue
 		}
-		seen[smKey] = struct{}{}
+		seen[m.kind+"/"+key] = struct{}{}
 
-		jobs, disc, rej := g.serviceMonitorJobs(sm)
+		jobs, disc, rej := m.jobs()
 		if rej != nil {
 			v.Reason, v.Message = rej.reason, rej.message
 			continue
 		}
 		fragment, err := marshalJobs(jobs)
 		if err != nil {
-			return nil, fmt.Errorf("marshal jobs of ServiceMonitor %s: %w", smKey, err)
+			return nil, fmt.Errorf("marshal jobs of %s %s: %w", m.kind, key, err)
 		}
-		candidates = append(candidates, &candidate{verdict: len(res.Verdicts) - 1, jobs: jobs, fragment: fragment, discovery: disc})
+		candidates = append(candidates, &candidate{
+			verdict: len(res.Verdicts) - 1, endpoints: m.endpoints, jobs: jobs, fragment: fragment, discovery: disc,
+		})
 	}
 
 	// Every monitor's jobs must pass Prometheus's loader on their own. A job's validity depends
@@ -238,8 +281,11 @@ func (g *generator) loadJobs(c *candidate) *rejection {
 	if err == nil {
 		return nil
 	}
+	if c.endpoints == "" {
+		return reject(ReasonInvalidConfig, "Prometheus refuses the generated job: %v", err)
+	}
 	if len(c.jobs) == 1 {
-		return reject(ReasonInvalidConfig, "endpoints[0]: Prometheus refuses the generated job: %v", err)
+		return reject(ReasonInvalidConfig, "%s[0]: Prometheus refuses the generated job: %v", c.endpoints, err)
 	}
 	for i := range c.jobs {
 		fragment, merr := marshalJobs(c.jobs[i : i+1])
@@ -247,7 +293,7 @@ func (g *generator) loadJobs(c *candidate) *rejection {
 			continue
 		}
 		if jerr := g.load(fragment); jerr != nil {
-			return reject(ReasonInvalidConfig, "endpoints[%d]: Prometheus refuses the generated job: %v", i, jerr)
+			return reject(ReasonInvalidConfig, "%s[%d]: Prometheus refuses the generated job: %v", c.endpoints, i, jerr)
 		}
 	}
 	return reject(ReasonInvalidConfig, "Prometheus refuses the generated jobs: %v", err)
@@ -262,26 +308,29 @@ func (g *generator) load(fragment []byte) error {
 	return err
 }
 
-// sortedServiceMonitors drops nil entries and orders by "namespace/name", the order the
-// existing operator writes jobs in. Ties (the same object given twice) are broken by UID and
+// sortedObjects drops nil entries and orders by "namespace/name", the order the existing
+// operator writes jobs in. Ties (the same object given twice) are broken by UID and
 // resourceVersion so that the one kept does not depend on the input order.
-func sortedServiceMonitors(in []*monitoringv1.ServiceMonitor) []*monitoringv1.ServiceMonitor {
-	out := make([]*monitoringv1.ServiceMonitor, 0, len(in))
-	for _, sm := range in {
-		if sm != nil {
-			out = append(out, sm)
+func sortedObjects[T any, PT interface {
+	*T
+	metav1.Object
+}](in []PT) []PT {
+	out := make([]PT, 0, len(in))
+	for _, o := range in {
+		if o != nil {
+			out = append(out, o)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
-		ka, kb := a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name
+		ka, kb := a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName()
 		if ka != kb {
 			return ka < kb
 		}
-		if a.UID != b.UID {
-			return a.UID < b.UID
+		if a.GetUID() != b.GetUID() {
+			return a.GetUID() < b.GetUID()
 		}
-		return a.ResourceVersion < b.ResourceVersion
+		return a.GetResourceVersion() < b.GetResourceVersion()
 	})
 	return out
 }

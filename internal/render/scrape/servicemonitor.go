@@ -114,53 +114,26 @@ func (g *generator) targetLabelRules(mc *monitorContext, spec *monitoringv1.Serv
 
 // endpointJob renders the job for endpoint i of the monitor.
 func (g *generator) endpointJob(mc *monitorContext, i int, ep *monitoringv1.Endpoint) (*scrapeJob, *rejection) {
-	sm := mc.sm
 	field := fmt.Sprintf("endpoints[%d]", i)
 	job := &scrapeJob{
-		JobName:             fmt.Sprintf("%s/%s/%s/%d", serviceMonitorJobNamePrefix, sm.Namespace, sm.Name, i),
-		HonorLabels:         ep.HonorLabels && !g.prom.Spec.OverrideHonorLabels,
-		HonorTimestamps:     ep.HonorTimestamps,
+		JobName:             fmt.Sprintf("%s/%s/%s/%d", serviceMonitorJobNamePrefix, mc.namespace, mc.name, i),
 		KubernetesSDConfigs: []kubernetesSDConfig{mc.sd},
 		MetricsPath:         ep.Path,
 	}
-	if g.prom.Spec.OverrideHonorTimestamps {
-		job.HonorTimestamps = ptr(false)
-	}
-	if ep.TrackTimestampsStaleness != nil {
-		job.TrackTimestampsStaleness = ep.TrackTimestampsStaleness
-	}
+	g.honor(job, ep.HonorLabels, ep.HonorTimestamps, ep.TrackTimestampsStaleness)
 
 	portRule, endpointLabel, rej := g.portFilter(mc, field, ep)
 	if rej != nil {
 		return nil, rej
 	}
-
-	interval := g.scrapeInterval
-	if ep.Interval != "" {
-		d, err := parseDuration(string(ep.Interval))
-		if err != nil {
-			return nil, reject(ReasonInvalidDuration, "%s.interval: %v", field, err)
-		}
-		job.ScrapeInterval = string(ep.Interval)
-		if d > 0 {
-			interval = d
-		}
-	}
-	if ep.ScrapeTimeout != "" {
-		d, err := parseDuration(string(ep.ScrapeTimeout))
-		if err != nil {
-			return nil, reject(ReasonInvalidDuration, "%s.scrapeTimeout: %v", field, err)
-		}
-		if d > interval {
-			return nil, reject(ReasonInvalidDuration, "%s.scrapeTimeout: %s is greater than the scrape interval %s", field, ep.ScrapeTimeout, interval)
-		}
-		job.ScrapeTimeout = string(ep.ScrapeTimeout)
+	if rej := g.scrapeTiming(job, field, ep.Interval, ep.ScrapeTimeout); rej != nil {
+		return nil, rej
 	}
 	if len(ep.Params) > 0 {
 		job.Params = ep.Params
 	}
 
-	if rej := g.endpointHTTP(job, sm, field, ep, mc.class); rej != nil {
+	if rej := g.endpointHTTP(job, mc.namespace, field, ep.Scheme, &ep.HTTPConfigWithProxyAndTLSFiles, ep.BearerTokenFile, mc.class); rej != nil {
 		return nil, rej
 	}
 
@@ -196,29 +169,12 @@ func (g *generator) endpointJob(mc *monitorContext, i int, ep *monitoringv1.Endp
 	rules = append(rules, mc.classRelabel...)
 	rules = append(rules, userRelabel...)
 	if mc.enforceNS {
-		rules = append(rules, setRule(g.prom.Spec.EnforcedNamespaceLabel, sm.Namespace))
+		rules = append(rules, setRule(g.prom.Spec.EnforcedNamespaceLabel, mc.namespace))
 	}
-	rules = append(rules, shardingRules(g.shards)...)
+	rules = append(rules, shardingRules(g.shards, "__address__")...)
 	job.RelabelConfigs = rules
 
-	l := &mc.limits
-	job.SampleLimit, job.TargetLimit, job.LabelLimit = l.SampleLimit, l.TargetLimit, l.LabelLimit
-	job.LabelNameLengthLimit, job.LabelValueLengthLimit = l.LabelNameLengthLimit, l.LabelValueLengthLimit
-	job.KeepDroppedTargets = l.KeepDroppedTargets
-	job.ScrapeNativeHistograms, job.AlwaysScrapeClassicHistograms = l.ScrapeNativeHistograms, l.AlwaysScrapeClassicHistograms
-	job.NativeHistogramBucketLimit, job.NativeHistogramMinBucketFactor = l.NativeHistogramBucketLimit, l.NativeHistogramMinBucketFactor
-	job.ConvertClassicHistogramsToNHCB = l.ConvertClassicHistogramsToNHCB
-	job.ScrapeProtocols, job.FallbackScrapeProtocol, job.BodySizeLimit = l.ScrapeProtocols, l.FallbackScrapeProtocol, l.BodySizeLimit
-
-	metric := make([]*relabelRule, 0, len(mc.classMetric)+len(userMetric)+1)
-	metric = append(metric, mc.classMetric...)
-	metric = append(metric, userMetric...)
-	if mc.enforceNS {
-		metric = append(metric, setRule(g.prom.Spec.EnforcedNamespaceLabel, sm.Namespace))
-	}
-	if len(metric) > 0 {
-		job.MetricRelabelConfigs = metric
-	}
+	g.finishJob(job, mc, userMetric)
 	return job, nil
 }
 
