@@ -347,6 +347,7 @@ func TestRBAC(t *testing.T) {
 			want: []grant{
 				{"monitoring", "/endpoints,pods,services get,list,watch"},
 				{"monitoring", "discovery.k8s.io/endpointslices get,list,watch"},
+				{"monitoring", "networking.k8s.io/ingresses get,list,watch"},
 				{"monitoring", "/secrets[prometheus-k8s] get,list,watch"},
 			},
 		},
@@ -357,8 +358,10 @@ func TestRBAC(t *testing.T) {
 				{"monitoring", "/secrets[prometheus-k8s] get,list,watch"},
 				{"team-a", "/endpoints,pods,services get,list,watch"},
 				{"team-a", "discovery.k8s.io/endpointslices get,list,watch"},
+				{"team-a", "networking.k8s.io/ingresses get,list,watch"},
 				{"team-b", "/endpoints,pods,services get,list,watch"},
 				{"team-b", "discovery.k8s.io/endpointslices get,list,watch"},
+				{"team-b", "networking.k8s.io/ingresses get,list,watch"},
 			},
 		},
 		{
@@ -367,6 +370,7 @@ func TestRBAC(t *testing.T) {
 			want: []grant{
 				{"cluster", "/endpoints,pods,services get,list,watch"},
 				{"cluster", "discovery.k8s.io/endpointslices get,list,watch"},
+				{"cluster", "networking.k8s.io/ingresses get,list,watch"},
 				{"monitoring", "/secrets[prometheus-k8s] get,list,watch"},
 			},
 		},
@@ -377,6 +381,7 @@ func TestRBAC(t *testing.T) {
 				{"cluster", "/nodes get,list,watch"},
 				{"monitoring", "/endpoints,pods,services get,list,watch"},
 				{"monitoring", "discovery.k8s.io/endpointslices get,list,watch"},
+				{"monitoring", "networking.k8s.io/ingresses get,list,watch"},
 				{"monitoring", "/secrets[prometheus-k8s] get,list,watch"},
 			},
 		},
