@@ -178,7 +178,7 @@ func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.Con
 			return false, nil
 		}
 		for _, v := range sts.Spec.Template.Spec.Volumes {
-			if v.Secret == nil {
+			if v.Secret == nil || (v.Secret.Optional != nil && *v.Secret.Optional) {
 				continue
 			}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: v.Secret.SecretName}, &corev1.Secret{}); err != nil {

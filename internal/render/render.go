@@ -89,6 +89,17 @@ func Prometheus(in Inputs) (*Desired, error) {
 	if err != nil {
 		return nil, err
 	}
+	// No 1 MiB ceiling: a config too large for one Secret loads its jobs
+	// from pieces, each in a Secret of its own.
+	mainConfig, pieces, err := split(res.Config, gz)
+	if err != nil {
+		return nil, &SpecError{Reason: "ConfigTooLarge", Message: err.Error()}
+	}
+	if pieces != nil {
+		if gz, err = Gzip(mainConfig); err != nil {
+			return nil, err
+		}
+	}
 	objs, err := prometheus.Objects(p, prometheus.Options{
 		ConfigGzip:           gz,
 		DiscoveryNamespaces:  res.Namespaces,
@@ -96,6 +107,7 @@ func Prometheus(in Inputs) (*Desired, error) {
 		ServiceAccountExists: in.ServiceAccountExists,
 		ReloaderImage:        in.ReloaderImage,
 		RuleConfigMaps:       ruleRes.ConfigMaps,
+		ConfigPieces:         pieces,
 	})
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidSpec", Message: fmt.Sprintf("render objects: %v", err)}

@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"log/slog"
 	"os"
 
@@ -72,4 +75,15 @@ func update[T client.Object](t *testing.T, obj T, mutate func(T)) {
 	if err != nil {
 		t.Fatalf("update %s: %v", obj.GetName(), err)
 	}
+}
+
+func metaName(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+
+func gunzip(b []byte) (string, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return "", err
+	}
+	out, err := io.ReadAll(zr)
+	return string(out), err
 }

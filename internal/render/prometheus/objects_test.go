@@ -348,14 +348,14 @@ func TestRBAC(t *testing.T) {
 				{"monitoring", "/endpoints,pods,services get,list,watch"},
 				{"monitoring", "discovery.k8s.io/endpointslices get,list,watch"},
 				{"monitoring", "networking.k8s.io/ingresses get,list,watch"},
-				{"monitoring", "/secrets[prometheus-k8s] get,list,watch"},
+				{"monitoring", "/secrets[prometheus-k8s,prometheus-k8s-scrape-0,prometheus-k8s-scrape-1,prometheus-k8s-scrape-2,prometheus-k8s-scrape-3,prometheus-k8s-scrape-4,prometheus-k8s-scrape-5,prometheus-k8s-scrape-6,prometheus-k8s-scrape-7,prometheus-k8s-scrape-8,prometheus-k8s-scrape-9,prometheus-k8s-scrape-10,prometheus-k8s-scrape-11,prometheus-k8s-scrape-12,prometheus-k8s-scrape-13,prometheus-k8s-scrape-14,prometheus-k8s-scrape-15] get,list,watch"},
 			},
 		},
 		{
 			name: "grants discovery in each discovery namespace and the Secret only at home",
 			opts: newOptions(discoveringIn("team-b", "team-a", "team-b")),
 			want: []grant{
-				{"monitoring", "/secrets[prometheus-k8s] get,list,watch"},
+				{"monitoring", "/secrets[prometheus-k8s,prometheus-k8s-scrape-0,prometheus-k8s-scrape-1,prometheus-k8s-scrape-2,prometheus-k8s-scrape-3,prometheus-k8s-scrape-4,prometheus-k8s-scrape-5,prometheus-k8s-scrape-6,prometheus-k8s-scrape-7,prometheus-k8s-scrape-8,prometheus-k8s-scrape-9,prometheus-k8s-scrape-10,prometheus-k8s-scrape-11,prometheus-k8s-scrape-12,prometheus-k8s-scrape-13,prometheus-k8s-scrape-14,prometheus-k8s-scrape-15] get,list,watch"},
 				{"team-a", "/endpoints,pods,services get,list,watch"},
 				{"team-a", "discovery.k8s.io/endpointslices get,list,watch"},
 				{"team-a", "networking.k8s.io/ingresses get,list,watch"},
@@ -371,7 +371,7 @@ func TestRBAC(t *testing.T) {
 				{"cluster", "/endpoints,pods,services get,list,watch"},
 				{"cluster", "discovery.k8s.io/endpointslices get,list,watch"},
 				{"cluster", "networking.k8s.io/ingresses get,list,watch"},
-				{"monitoring", "/secrets[prometheus-k8s] get,list,watch"},
+				{"monitoring", "/secrets[prometheus-k8s,prometheus-k8s-scrape-0,prometheus-k8s-scrape-1,prometheus-k8s-scrape-2,prometheus-k8s-scrape-3,prometheus-k8s-scrape-4,prometheus-k8s-scrape-5,prometheus-k8s-scrape-6,prometheus-k8s-scrape-7,prometheus-k8s-scrape-8,prometheus-k8s-scrape-9,prometheus-k8s-scrape-10,prometheus-k8s-scrape-11,prometheus-k8s-scrape-12,prometheus-k8s-scrape-13,prometheus-k8s-scrape-14,prometheus-k8s-scrape-15] get,list,watch"},
 			},
 		},
 		{
@@ -382,7 +382,7 @@ func TestRBAC(t *testing.T) {
 				{"monitoring", "/endpoints,pods,services get,list,watch"},
 				{"monitoring", "discovery.k8s.io/endpointslices get,list,watch"},
 				{"monitoring", "networking.k8s.io/ingresses get,list,watch"},
-				{"monitoring", "/secrets[prometheus-k8s] get,list,watch"},
+				{"monitoring", "/secrets[prometheus-k8s,prometheus-k8s-scrape-0,prometheus-k8s-scrape-1,prometheus-k8s-scrape-2,prometheus-k8s-scrape-3,prometheus-k8s-scrape-4,prometheus-k8s-scrape-5,prometheus-k8s-scrape-6,prometheus-k8s-scrape-7,prometheus-k8s-scrape-8,prometheus-k8s-scrape-9,prometheus-k8s-scrape-10,prometheus-k8s-scrape-11,prometheus-k8s-scrape-12,prometheus-k8s-scrape-13,prometheus-k8s-scrape-14,prometheus-k8s-scrape-15] get,list,watch"},
 			},
 		},
 	}

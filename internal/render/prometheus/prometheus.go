@@ -34,6 +34,9 @@ type Options struct {
 	ServiceAccountExists bool
 	// ReloaderImage is the lookout-reloader image, e.g. "lookout-reloader:v0.1.0".
 	ReloaderImage string
+	// ConfigPieces are the gzipped scrape_configs documents of a configuration
+	// too large for one Secret, in order (at most ConfigPieceSlots).
+	ConfigPieces [][]byte
 	// RuleConfigMaps is the data of the rule ConfigMaps, in order: index i becomes
 	// prometheus-<name>-rulefiles-<i>. At most RuleConfigMapSlots.
 	RuleConfigMaps []map[string]string
@@ -72,6 +75,13 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]client.Object, error) 
 	}
 	for _, cm := range ruleConfigMaps(p, opts) {
 		out = append(out, cm)
+	}
+	if len(opts.ConfigPieces) > ConfigPieceSlots {
+		return nil, fmt.Errorf("render Prometheus %s/%s: %d config pieces, at most %d can be mounted", p.Namespace, p.Name, len(opts.ConfigPieces), ConfigPieceSlots)
+	}
+	// Pieces before the main config that loads them.
+	for _, s := range configPieceSecrets(p, opts) {
+		out = append(out, s)
 	}
 	out = append(out, configSecret(p, opts))
 	web, err := webConfigSecret(p, opts)

@@ -37,7 +37,7 @@ func reloaderRules(p *monitoringv1.Prometheus) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{
 		APIGroups:     []string{""},
 		Resources:     []string{"secrets"},
-		ResourceNames: []string{ConfigSecretName(p.Name)},
+		ResourceNames: append([]string{ConfigSecretName(p.Name)}, configPieceSecretNames(p)...),
 		Verbs:         readVerbs,
 	}}
 }

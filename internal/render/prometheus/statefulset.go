@@ -250,7 +250,8 @@ func volumes(p *monitoringv1.Prometheus) []corev1.Volume {
 	for _, c := range uniq(p.Spec.ConfigMaps) {
 		vols = append(vols, corev1.Volume{Name: volumeName("configmap", c), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
 	}
-	return append(vols, ruleVolumes(p)...)
+	vols = append(vols, ruleVolumes(p)...)
+	return append(vols, configPieceVolumes(p)...)
 }
 
 // dataVolumeSource is the pod volume holding the TSDB, or nil when a PVC template does.
@@ -446,6 +447,7 @@ func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, in
 		"--reload-url=http://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), "/-/reload"),
 		"--config-secret=" + p.Namespace + "/" + ConfigSecretName(p.Name),
 	}
+	args = append(args, configPieceArgs(p)...)
 	c := corev1.Container{
 		Name:            containerReloader,
 		Image:           opts.ReloaderImage,
@@ -466,10 +468,10 @@ func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, in
 				corev1.ResourceMemory: resource.MustParse("128Mi"),
 			},
 		},
-		VolumeMounts: []corev1.VolumeMount{
+		VolumeMounts: append([]corev1.VolumeMount{
 			{Name: volConfig, MountPath: configDir, ReadOnly: true},
 			{Name: volConfigOut, MountPath: configOutDir},
-		},
+		}, configPieceMounts()...),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          containerSecurityContext(),
 	}
