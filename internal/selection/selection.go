@@ -78,6 +78,11 @@ func Probes(p *monitoringv1.Prometheus) (*Selector, error) {
 	return New("probeSelector", p.Spec.ProbeSelector, "probeNamespaceSelector", p.Spec.ProbeNamespaceSelector, p.Namespace)
 }
 
+// ScrapeConfigs is the Prometheus's ScrapeConfig selector.
+func ScrapeConfigs(p *monitoringv1.Prometheus) (*Selector, error) {
+	return New("scrapeConfigSelector", p.Spec.ScrapeConfigSelector, "scrapeConfigNamespaceSelector", p.Spec.ScrapeConfigNamespaceSelector, p.Namespace)
+}
+
 // Rules is the Prometheus's PrometheusRule selector.
 func Rules(p *monitoringv1.Prometheus) (*Selector, error) {
 	return New("ruleSelector", p.Spec.RuleSelector, "ruleNamespaceSelector", p.Spec.RuleNamespaceSelector, p.Namespace)
