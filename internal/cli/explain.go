@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +51,14 @@ var explainKinds = map[string]explainKind{
 			return jobsWithPrefix(string(d.Config), "probe/"+obj.GetNamespace()+"/"+obj.GetName())
 		},
 	},
+	"scrapeconfig": {
+		kind:     monitoringv1alpha1.ScrapeConfigsKind,
+		newObj:   func() client.Object { return &monitoringv1alpha1.ScrapeConfig{} },
+		selector: selection.ScrapeConfigs,
+		produced: func(obj client.Object, d *render.Desired) []string {
+			return jobsWithPrefix(string(d.Config), "scrapeConfig/"+obj.GetNamespace()+"/"+obj.GetName())
+		},
+	},
 	"prometheusrule": {
 		kind:     monitoringv1.PrometheusRuleKind,
 		newObj:   func() client.Object { return &monitoringv1.PrometheusRule{} },
@@ -70,7 +79,7 @@ var explainKinds = map[string]explainKind{
 
 // ExplainKinds names the kinds explain accepts.
 func ExplainKinds() []string {
-	return []string{"servicemonitor", "podmonitor", "probe", "prometheusrule"}
+	return []string{"servicemonitor", "podmonitor", "probe", "scrapeconfig", "prometheusrule"}
 }
 
 // ExplainOptions configure Explain.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +46,13 @@ type probe struct{ *monitoringv1.Probe }
 
 func (o probe) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
 func (o probe) object() client.Object                        { return o.Probe }
+
+type scrapeConfig struct {
+	*monitoringv1alpha1.ScrapeConfig
+}
+
+func (o scrapeConfig) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
+func (o scrapeConfig) object() client.Object                        { return o.ScrapeConfig }
 
 type prometheusRule struct{ *monitoringv1.PrometheusRule }
 

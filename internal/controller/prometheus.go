@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -159,6 +160,10 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 			var l monitoringv1.ProbeList
 			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1.Probe) boundObject { return probe{o} })
 		},
+		monitoringv1alpha1.ScrapeConfigsKind: func() ([]boundObject, error) {
+			var l monitoringv1alpha1.ScrapeConfigList
+			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1alpha1.ScrapeConfig) boundObject { return scrapeConfig{o} })
+		},
 		monitoringv1.PrometheusRuleKind: func() ([]boundObject, error) {
 			var l monitoringv1.PrometheusRuleList
 			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1.PrometheusRule) boundObject { return prometheusRule{o} })
@@ -193,7 +198,7 @@ func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prome
 	if err != nil {
 		return nil, nil, err
 	}
-	r.refs.set(client.ObjectKeyFromObject(p), g.SecretKeys)
+	r.refs.set(client.ObjectKeyFromObject(p), g.Refs)
 	g.Inputs.ReloaderImage = r.Options.ReloaderImage
 	selected := map[string]client.Object{}
 	add := func(kind string, o client.Object) { selected[kind+"/"+o.GetNamespace()+"/"+o.GetName()] = o }
@@ -205,6 +210,9 @@ func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prome
 	}
 	for _, o := range g.Inputs.Probes {
 		add(monitoringv1.ProbesKind, o)
+	}
+	for _, o := range g.Inputs.ScrapeConfigs {
+		add(monitoringv1alpha1.ScrapeConfigsKind, o)
 	}
 	for _, o := range g.Inputs.Rules {
 		add(monitoringv1.PrometheusRuleKind, o)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,12 +65,14 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &monitoringv1.Prometheus{})).
 		// Secrets are cached as metadata only. Owned ones (the config) revert
 		// drift; referenced ones (credentials) re-render the monitors.
-		WatchesMetadata(&corev1.Secret{}, r.metadataHandler(true)).
-		// Rule ConfigMaps: drift and deletion are reverted.
-		WatchesMetadata(&corev1.ConfigMap{}, r.metadataHandler(false)).
+		WatchesMetadata(&corev1.Secret{}, r.metadataHandler("Secret")).
+		// Rule ConfigMaps (drift and deletion are reverted) and ConfigMaps
+		// that monitors reference (TLS material, OAuth2 client IDs).
+		WatchesMetadata(&corev1.ConfigMap{}, r.metadataHandler("ConfigMap")).
 		Watches(&monitoringv1.ServiceMonitor{}, &selectingHandler{c: c, kind: kindServiceMonitor}).
 		Watches(&monitoringv1.PodMonitor{}, &selectingHandler{c: c, kind: kindPodMonitor}).
 		Watches(&monitoringv1.Probe{}, &selectingHandler{c: c, kind: kindProbe}).
+		Watches(&monitoringv1alpha1.ScrapeConfig{}, &selectingHandler{c: c, kind: kindScrapeConfig}).
 		Watches(&monitoringv1.PrometheusRule{}, &selectingHandler{c: c, kind: kindPrometheusRule}).
 		Watches(&corev1.Namespace{}, &selectingHandler{c: c, kind: kindNamespace}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
@@ -82,10 +85,10 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // again would only find that out at the cost of a full render. A deletion is
 // never an echo. Referenced Secrets also reach the Prometheus objects whose
 // monitors read them.
-func (r *PrometheusReconciler) metadataHandler(referenced bool) handler.EventHandler {
+func (r *PrometheusReconciler) metadataHandler(kind string) handler.EventHandler {
 	enqueue := func(q queue, obj client.Object, ownEchoPossible bool) {
 		ownEcho := ownEchoPossible && r.Applier.IsOwnWrite(obj.GetUID(), obj.GetResourceVersion())
-		for _, req := range r.mapOwned(obj, ownEcho, referenced) {
+		for _, req := range r.mapOwned(kind, obj, ownEcho) {
 			q.Add(req)
 		}
 	}
@@ -98,7 +101,7 @@ func (r *PrometheusReconciler) metadataHandler(referenced bool) handler.EventHan
 
 // mapOwned returns the owner of an owned object (unless the event is our own
 // echo) and, for referenced kinds, every Prometheus whose monitors read it.
-func (r *PrometheusReconciler) mapOwned(obj client.Object, ownEcho, referenced bool) []reconcile.Request {
+func (r *PrometheusReconciler) mapOwned(kind string, obj client.Object, ownEcho bool) []reconcile.Request {
 	var out []reconcile.Request
 	for _, ref := range obj.GetOwnerReferences() {
 		if ownEcho {
@@ -108,10 +111,7 @@ func (r *PrometheusReconciler) mapOwned(obj client.Object, ownEcho, referenced b
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}})
 		}
 	}
-	if !referenced {
-		return out
-	}
-	for _, key := range r.refs.referrers(obj.GetNamespace() + "/" + obj.GetName()) {
+	for _, key := range r.refs.referrers(kind + "/" + obj.GetNamespace() + "/" + obj.GetName()) {
 		out = append(out, reconcile.Request{NamespacedName: key})
 	}
 	return out
@@ -123,6 +123,7 @@ const (
 	kindServiceMonitor watchedKind = iota
 	kindPodMonitor
 	kindProbe
+	kindScrapeConfig
 	kindPrometheusRule
 	kindNamespace
 )
@@ -131,6 +132,7 @@ var selectorsByKind = map[watchedKind]func(*monitoringv1.Prometheus) (*selection
 	kindServiceMonitor: selection.ServiceMonitors,
 	kindPodMonitor:     selection.PodMonitors,
 	kindProbe:          selection.Probes,
+	kindScrapeConfig:   selection.ScrapeConfigs,
 	kindPrometheusRule: selection.Rules,
 }
 

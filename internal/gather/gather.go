@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,9 +30,9 @@ type Cluster struct {
 // its watches.
 type Result struct {
 	Inputs render.Inputs
-	// SecretKeys are the "namespace/name" of every Secret a selected monitor
-	// references, present or not: a change to any of them must reconcile.
-	SecretKeys []string
+	// Refs are "<Kind>/<namespace>/<name>" of every Secret and ConfigMap the
+	// inputs reference, present or not: a change to any of them must reconcile.
+	Refs []string
 }
 
 // Prometheus gathers the inputs of p. An invalid selector is a
@@ -51,14 +52,23 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 		func(l *monitoringv1.ProbeList) []monitoringv1.Probe { return l.Items }); err != nil {
 		return nil, err
 	}
+	if in.ScrapeConfigs, err = selectKind[monitoringv1alpha1.ScrapeConfig](ctx, c, p, selection.ScrapeConfigs, &monitoringv1alpha1.ScrapeConfigList{},
+		func(l *monitoringv1alpha1.ScrapeConfigList) []monitoringv1alpha1.ScrapeConfig { return l.Items }); err != nil {
+		return nil, err
+	}
 	if in.Rules, err = selectKind[monitoringv1.PrometheusRule](ctx, c, p, selection.Rules, &monitoringv1.PrometheusRuleList{},
 		func(l *monitoringv1.PrometheusRuleList) []monitoringv1.PrometheusRule { return l.Items }); err != nil {
 		return nil, err
 	}
 	res := &Result{Inputs: in}
 
-	res.SecretKeys = scrape.SecretKeys(scrape.Input{ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes})
-	for _, key := range res.SecretKeys {
+	refs := scrape.Input{Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes, ScrapeConfigs: in.ScrapeConfigs}
+	secretKeys := scrape.SecretKeys(refs)
+	if a := p.Spec.AdditionalScrapeConfigs; a != nil {
+		secretKeys = append(secretKeys, p.Namespace+"/"+a.Name)
+	}
+	for _, key := range secretKeys {
+		res.Refs = append(res.Refs, "Secret/"+key)
 		ns, name := splitKey(key)
 		var s corev1.Secret
 		err := c.Live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
@@ -69,6 +79,34 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 			return nil, fmt.Errorf("read Secret %s: %w", key, err)
 		default:
 			res.Inputs.Secrets[key] = &s
+		}
+	}
+	in.ConfigMaps = map[string]*corev1.ConfigMap{}
+	for _, key := range scrape.ConfigMapKeys(refs) {
+		res.Refs = append(res.Refs, "ConfigMap/"+key)
+		ns, name := splitKey(key)
+		var cm corev1.ConfigMap
+		err := c.Live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm)
+		switch {
+		case apierrors.IsNotFound(err):
+			// absent: the monitor that needs it is rejected by render
+		case err != nil:
+			return nil, fmt.Errorf("read ConfigMap %s: %w", key, err)
+		default:
+			in.ConfigMaps[key] = &cm
+		}
+	}
+	res.Inputs.ConfigMaps = in.ConfigMaps
+
+	if a := p.Spec.AdditionalScrapeConfigs; a != nil {
+		s, ok := res.Inputs.Secrets[p.Namespace+"/"+a.Name]
+		switch {
+		case !ok && (a.Optional == nil || !*a.Optional):
+			return nil, &render.SpecError{Reason: "AdditionalScrapeConfigsNotFound", Message: fmt.Sprintf("spec.additionalScrapeConfigs: Secret %s/%s does not exist", p.Namespace, a.Name)}
+		case ok && s.Data[a.Key] == nil && (a.Optional == nil || !*a.Optional):
+			return nil, &render.SpecError{Reason: "AdditionalScrapeConfigsNotFound", Message: fmt.Sprintf("spec.additionalScrapeConfigs: Secret %s/%s has no key %q", p.Namespace, a.Name, a.Key)}
+		case ok:
+			res.Inputs.AdditionalScrapeConfigs = s.Data[a.Key]
 		}
 	}
 

@@ -7,9 +7,11 @@ package render
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,11 +27,15 @@ type Inputs struct {
 	ServiceMonitors []*monitoringv1.ServiceMonitor
 	PodMonitors     []*monitoringv1.PodMonitor
 	Probes          []*monitoringv1.Probe
+	ScrapeConfigs   []*monitoringv1alpha1.ScrapeConfig
 	// Rules are the PrometheusRules the Prometheus selects.
 	Rules []*monitoringv1.PrometheusRule
-	// Secrets referenced by the monitors, keyed "namespace/name"; a missing
-	// key means the Secret does not exist.
-	Secrets map[string]*corev1.Secret
+	// Secrets and ConfigMaps referenced by the monitors, keyed
+	// "namespace/name"; a missing key means the object does not exist.
+	Secrets    map[string]*corev1.Secret
+	ConfigMaps map[string]*corev1.ConfigMap
+	// AdditionalScrapeConfigs is the content of spec.additionalScrapeConfigs.
+	AdditionalScrapeConfigs []byte
 	// ServiceAccountExists: spec.serviceAccountName names an existing ServiceAccount.
 	ServiceAccountExists bool
 	// ReloaderImage is the image of the config-reloader sidecar.
@@ -73,11 +79,17 @@ func Prometheus(in Inputs) (*Desired, error) {
 		return nil, &SpecError{Reason: "InvalidRules", Message: err.Error()}
 	}
 	res, err := scrape.Generate(scrape.Input{
-		Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes, Secrets: in.Secrets,
+		Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes,
+		ScrapeConfigs: in.ScrapeConfigs, Secrets: in.Secrets, ConfigMaps: in.ConfigMaps,
+		AdditionalScrapeConfigs: in.AdditionalScrapeConfigs,
 		// Always present, so the first rule needs no config change: the
 		// reloader sees the new file and reloads.
 		RuleFiles: prometheus.RuleFilesGlobs(p.Name),
 	})
+	var additional *scrape.AdditionalConfigError
+	if errors.As(err, &additional) {
+		return nil, &SpecError{Reason: "InvalidAdditionalScrapeConfigs", Message: "spec.additionalScrapeConfigs: " + additional.Message}
+	}
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidConfig", Message: err.Error()}
 	}
@@ -104,6 +116,7 @@ func Prometheus(in Inputs) (*Desired, error) {
 		ConfigGzip:           gz,
 		DiscoveryNamespaces:  res.Namespaces,
 		AllNamespaces:        res.AllNamespaces,
+		DiscoverNodes:        res.DiscoverNodes,
 		ServiceAccountExists: in.ServiceAccountExists,
 		ReloaderImage:        in.ReloaderImage,
 		RuleConfigMaps:       ruleRes.ConfigMaps,

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/prometheus/config"
 	"go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -306,5 +307,43 @@ func probes(ps ...*monitoringv1.Probe) []*monitoringv1.Probe { return ps }
 func newMixedInput(p *monitoringv1.Prometheus, sms []*monitoringv1.ServiceMonitor, pms []*monitoringv1.PodMonitor, ps []*monitoringv1.Probe, secrets ...*corev1.Secret) Input {
 	in := newInput(p, sms, secrets...)
 	in.PodMonitors, in.Probes = pms, ps
+	return in
+}
+
+type scOpt func(*monitoringv1alpha1.ScrapeConfig)
+
+// newScrapeConfig scrapes the static target node-1.example.com:9100 unless told otherwise.
+func newScrapeConfig(ns, name string, opts ...scOpt) *monitoringv1alpha1.ScrapeConfig {
+	sc := &monitoringv1alpha1.ScrapeConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
+		Spec: monitoringv1alpha1.ScrapeConfigSpec{
+			StaticConfigs: []monitoringv1alpha1.StaticConfig{{Targets: []monitoringv1alpha1.Target{"node-1.example.com:9100"}}},
+		},
+	}
+	for _, o := range opts {
+		o(sc)
+	}
+	return sc
+}
+
+func withSCSpec(f func(*monitoringv1alpha1.ScrapeConfigSpec)) scOpt {
+	return func(sc *monitoringv1alpha1.ScrapeConfig) { f(&sc.Spec) }
+}
+
+// withKubernetesSD replaces the static targets with Kubernetes discovery.
+func withKubernetesSD(kcs ...monitoringv1alpha1.KubernetesSDConfig) scOpt {
+	return withSCSpec(func(s *monitoringv1alpha1.ScrapeConfigSpec) {
+		s.StaticConfigs = nil
+		s.KubernetesSDConfigs = kcs
+	})
+}
+
+func scrapeConfigs(scs ...*monitoringv1alpha1.ScrapeConfig) []*monitoringv1alpha1.ScrapeConfig {
+	return scs
+}
+
+// withScrapeConfigs adds ScrapeConfigs to an input built by newInput or newMixedInput.
+func withScrapeConfigs(in Input, scs ...*monitoringv1alpha1.ScrapeConfig) Input {
+	in.ScrapeConfigs = append(in.ScrapeConfigs, scs...)
 	return in
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -106,6 +107,48 @@ func variedPodMonitorsAndProbes() ([]*monitoringv1.PodMonitor, []*monitoringv1.P
 	return pms, ps
 }
 
+// variedScrapeConfigs returns ScrapeConfigs with map-valued fields (static labels, params,
+// Secrets), several discovery configs, duplicates, and some that are rejected. Secrets are in
+// ns-1, as for variedMonitors.
+func variedScrapeConfigs() []*monitoringv1alpha1.ScrapeConfig {
+	var scs []*monitoringv1alpha1.ScrapeConfig
+	for i := range 20 {
+		ns := fmt.Sprintf("ns-%d", i%7)
+		opts := []scOpt{withSCSpec(func(s *monitoringv1alpha1.ScrapeConfigSpec) {
+			s.StaticConfigs[0].Labels = map[string]string{"z": "1", "y": "2", "x": fmt.Sprint(i)}
+			s.Params = map[string][]string{"b": {"1"}, "a": {"2"}}
+		})}
+		switch i % 5 {
+		case 1:
+			opts = append(opts, withKubernetesSD(
+				monitoringv1alpha1.KubernetesSDConfig{Role: monitoringv1alpha1.KubernetesRolePod, Namespaces: &monitoringv1alpha1.NamespaceDiscovery{Names: []string{"z", "y"}}},
+				monitoringv1alpha1.KubernetesSDConfig{Role: monitoringv1alpha1.KubernetesRoleService, Namespaces: &monitoringv1alpha1.NamespaceDiscovery{Names: []string{"x"}}},
+			))
+		case 2:
+			opts = append(opts, withSCSpec(func(s *monitoringv1alpha1.ScrapeConfigSpec) {
+				s.RelabelConfigs = []monitoringv1.RelabelConfig{relabelCfg("keep", []string{"a"}, "", "(")}
+			}))
+		case 3:
+			if ns == "ns-1" {
+				opts = append(opts, withSCSpec(func(s *monitoringv1alpha1.ScrapeConfigSpec) {
+					s.HTTPSDConfigs = []monitoringv1alpha1.HTTPSDConfig{{
+						URL:       "https://sd.example.com",
+						BasicAuth: &monitoringv1.BasicAuth{Username: secretRef("creds", "user"), Password: secretRef("creds", "password")},
+					}}
+				}))
+			}
+		case 4:
+			opts = append(opts, withSCSpec(func(s *monitoringv1alpha1.ScrapeConfigSpec) {
+				s.GCESDConfigs = []monitoringv1alpha1.GCESDConfig{{Project: "p", Zone: "z"}}
+			}))
+		}
+		scs = append(scs, newScrapeConfig(ns, fmt.Sprintf("sc-%02d", i), opts...))
+	}
+	recreated := newScrapeConfig("ns-0", "sc-00")
+	recreated.UID = "recreated"
+	return append(scs, recreated)
+}
+
 func shuffled[T any](rng *rand.Rand, in []T) []T {
 	out := append([]T(nil), in...)
 	rng.Shuffle(len(out), func(a, b int) { out[a], out[b] = out[b], out[a] })
@@ -116,6 +159,8 @@ func TestGenerateIsDeterministic(t *testing.T) {
 	sms, in := variedMonitors()
 	pms, ps := variedPodMonitorsAndProbes()
 	in.ServiceMonitors, in.PodMonitors, in.Probes = sms, pms, ps
+	scs := variedScrapeConfigs()
+	in.ScrapeConfigs = scs
 	want, err := Generate(in)
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
@@ -125,13 +170,14 @@ func TestGenerateIsDeterministic(t *testing.T) {
 	for _, v := range want.Verdicts {
 		kinds[v.Kind]++
 	}
-	if kinds["ServiceMonitor"] != len(sms) || kinds["PodMonitor"] != len(pms) || kinds["Probe"] != len(ps) {
+	if kinds["ServiceMonitor"] != len(sms) || kinds["PodMonitor"] != len(pms) || kinds["Probe"] != len(ps) || kinds["ScrapeConfig"] != len(scs) {
 		t.Fatalf("verdicts per kind = %v", kinds)
 	}
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 20 {
 		in.ServiceMonitors, in.PodMonitors, in.Probes = shuffled(rng, sms), shuffled(rng, pms), shuffled(rng, ps)
+		in.ScrapeConfigs = shuffled(rng, scs)
 		got, err := Generate(in)
 		if err != nil {
 			t.Fatalf("shuffle %d: Generate: %v", i, err)
@@ -142,7 +188,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 		if !reflect.DeepEqual(got.Verdicts, want.Verdicts) {
 			t.Fatalf("shuffle %d: verdicts differ:\n got %+v\nwant %+v", i, got.Verdicts, want.Verdicts)
 		}
-		if !reflect.DeepEqual(got.Namespaces, want.Namespaces) || got.AllNamespaces != want.AllNamespaces {
+		if !reflect.DeepEqual(got.Namespaces, want.Namespaces) || got.AllNamespaces != want.AllNamespaces || got.DiscoverNodes != want.DiscoverNodes {
 			t.Fatalf("shuffle %d: namespaces differ: %v vs %v", i, got.Namespaces, want.Namespaces)
 		}
 	}
@@ -152,6 +198,8 @@ func TestGenerateDoesNotModifyItsInput(t *testing.T) {
 	sms, in := variedMonitors()
 	pms, ps := variedPodMonitorsAndProbes()
 	in.ServiceMonitors, in.PodMonitors, in.Probes = sms, pms, ps
+	scs := variedScrapeConfigs()
+	in.ScrapeConfigs = scs
 	before := make([]*monitoringv1.ServiceMonitor, len(sms))
 	for i, sm := range sms {
 		before[i] = sm.DeepCopy()
@@ -163,6 +211,10 @@ func TestGenerateDoesNotModifyItsInput(t *testing.T) {
 	psBefore := make([]*monitoringv1.Probe, len(ps))
 	for i, p := range ps {
 		psBefore[i] = p.DeepCopy()
+	}
+	scsBefore := make([]*monitoringv1alpha1.ScrapeConfig, len(scs))
+	for i, sc := range scs {
+		scsBefore[i] = sc.DeepCopy()
 	}
 	promBefore := in.Prometheus.DeepCopy()
 	if _, err := Generate(in); err != nil {
@@ -183,6 +235,11 @@ func TestGenerateDoesNotModifyItsInput(t *testing.T) {
 			t.Errorf("Probe %s/%s was modified", ps[i].Namespace, ps[i].Name)
 		}
 	}
+	for i := range scs {
+		if !reflect.DeepEqual(scs[i], scsBefore[i]) {
+			t.Errorf("ScrapeConfig %s/%s was modified", scs[i].Namespace, scs[i].Name)
+		}
+	}
 	if !reflect.DeepEqual(in.Prometheus, promBefore) {
 		t.Error("Prometheus was modified")
 	}
@@ -194,6 +251,8 @@ func TestAssembledConfigIsOneDocument(t *testing.T) {
 	sms, in := variedMonitors()
 	pms, ps := variedPodMonitorsAndProbes()
 	in.ServiceMonitors, in.PodMonitors, in.Probes = sms, pms, ps
+	scs := variedScrapeConfigs()
+	in.ScrapeConfigs = scs
 	res, err := Generate(in)
 	if err != nil {
 		t.Fatalf("Generate: %v", err)

@@ -1,18 +1,21 @@
 package scrape
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/prometheus/config"
+	"go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// FuzzGenerate feeds random monitor fields, as a ServiceMonitor, a PodMonitor and a Probe, next
-// to a known-good monitor of each kind. Whatever the input, Generate must not fail or panic,
+// FuzzGenerate feeds random monitor fields, as a ServiceMonitor, a PodMonitor, a Probe and a
+// ScrapeConfig, next to a known-good object of each kind. Whatever the input, Generate must not fail or panic,
 // must reject a bad monitor with a reason and a message, and must always ship a config
 // Prometheus loads with the good monitors in it.
 func FuzzGenerate(f *testing.F) {
@@ -30,6 +33,8 @@ func FuzzGenerate(f *testing.F) {
 		{"\xff", "lowercase", "web", "", "\xfe", "\xfd", "", "-1s", "app", "v", 0},
 		{"$(SHARD)", "uppercase", "", "http-metrics", "a", "b", "", "1h", "a", "b", 0},
 		{".*", "labeldrop", "p", "", "", "", "", "", "a", "b", -5},
+		{"", "Pod", "https://sd.example.com/targets", "/metrics", "job", "web", "", "30s", "", "app=web", 0},
+		{"", "Node", "http://", "", "", "", "", "", "", "a in (", 0},
 	} {
 		f.Add(seed.regex, seed.action, seed.port, seed.targetPortName, seed.label, seed.target, seed.replacement, seed.interval, seed.selKey, seed.selValue, seed.targetPort)
 	}
@@ -96,16 +101,44 @@ func FuzzGenerate(f *testing.F) {
 			}
 		}))
 
-		res, err := Generate(newMixedInput(newPrometheus(),
+		fuzzedSC := newScrapeConfig("fuzz", "fuzzed", withSCSpec(func(s *monitoringv1alpha1.ScrapeConfigSpec) {
+			if label != "" {
+				s.JobName = &label
+			}
+			if targetPortName != "" {
+				s.MetricsPath = &targetPortName
+			}
+			d := monitoringv1.Duration(interval)
+			s.ScrapeInterval = &d
+			s.RelabelConfigs = []monitoringv1.RelabelConfig{rc}
+			s.MetricRelabelConfigs = []monitoringv1.RelabelConfig{rc}
+			if selKey == "" {
+				// Kubernetes discovery with the action as the role and a label selector.
+				s.StaticConfigs = nil
+				s.KubernetesSDConfigs = []monitoringv1alpha1.KubernetesSDConfig{{
+					Role:       monitoringv1alpha1.KubernetesRole(action),
+					Namespaces: &monitoringv1alpha1.NamespaceDiscovery{Names: []string{target}},
+					Selectors:  []monitoringv1alpha1.K8SSelectorConfig{{Role: monitoringv1alpha1.KubernetesRole(action), Label: &selValue}},
+				}}
+				s.HTTPSDConfigs = []monitoringv1alpha1.HTTPSDConfig{{URL: monitoringv1alpha1.URL(port)}}
+				return
+			}
+			s.StaticConfigs = []monitoringv1alpha1.StaticConfig{{
+				Targets: []monitoringv1alpha1.Target{monitoringv1alpha1.Target(regex), monitoringv1alpha1.Target(replacement)},
+				Labels:  map[string]string{selKey: selValue},
+			}}
+		}))
+
+		res, err := Generate(withScrapeConfigs(newMixedInput(newPrometheus(),
 			monitors(fuzzed, newServiceMonitor("fuzz", "good")),
 			podMonitors(fuzzedPM, newPodMonitor("fuzz", "good")),
 			probes(fuzzedProbe, newProbe("fuzz", "good")),
-		))
+		), fuzzedSC, newScrapeConfig("fuzz", "good")))
 		if err != nil {
 			t.Fatalf("Generate failed on a bad monitor instead of rejecting it: %v", err)
 		}
-		if len(res.Verdicts) != 6 {
-			t.Fatalf("got %d verdicts, want 6", len(res.Verdicts))
+		if len(res.Verdicts) != 8 {
+			t.Fatalf("got %d verdicts, want 8", len(res.Verdicts))
 		}
 		for _, v := range res.Verdicts {
 			if v.Accepted {
@@ -122,10 +155,68 @@ func FuzzGenerate(f *testing.F) {
 			}
 		}
 		cfg := mustLoad(t, res.Config)
-		for _, prefix := range []string{"serviceMonitor/fuzz/good/", "podMonitor/fuzz/good/", "probe/fuzz/good"} {
+		for _, prefix := range []string{"serviceMonitor/fuzz/good/", "podMonitor/fuzz/good/", "probe/fuzz/good", "scrapeConfig/fuzz/good"} {
 			if !slices.ContainsFunc(cfg.ScrapeConfigs, func(sc *config.ScrapeConfig) bool { return strings.HasPrefix(sc.JobName, prefix) }) {
 				t.Errorf("the good monitor's job %s... is missing", prefix)
 			}
 		}
 	})
+}
+
+// FuzzAdditionalScrapeConfigs feeds random additional scrape configs next to a good monitor:
+// Generate must either ship a config Prometheus loads, with the monitor's job first, or refuse
+// them with an *AdditionalConfigError; never fail otherwise or panic.
+func FuzzAdditionalScrapeConfigs(f *testing.F) {
+	f.Add(additionalNodeExporter)
+	f.Add("- job_name: a\n  ec2_sd_configs:\n  - region: eu-west-1\n")
+	f.Add("- job_name: serviceMonitor/fuzz/good/0\n")
+	f.Add("job_name: a\n")
+	f.Add("- {job_name: a, static_configs: [{targets: ['$(SHARD):1']}]}\n- null\n")
+	f.Add("- job_name: a\n  relabel_configs: [{regex: '(', action: keep}]\n")
+	f.Add("--- \n- job_name: a\n...\n")
+	f.Fuzz(func(t *testing.T, raw string) {
+		res, err := Generate(withAdditional(newInput(newPrometheus(), monitors(newServiceMonitor("fuzz", "good"))), raw))
+		if err != nil {
+			var ae *AdditionalConfigError
+			if !errors.As(err, &ae) || ae.Message == "" {
+				t.Fatalf("Generate failed with %T: %v", err, err)
+			}
+			return
+		}
+		cfg := loadIgnoringUnlinkedSD(t, res.Config)
+		if len(cfg.ScrapeConfigs) == 0 || cfg.ScrapeConfigs[0].JobName != "serviceMonitor/fuzz/good/0" || !res.Verdicts[0].Accepted {
+			t.Fatalf("the good monitor's job is missing:\n%s", res.Config)
+		}
+	})
+}
+
+// loadIgnoringUnlinkedSD loads a generated config without the discovery configs of mechanisms
+// this binary's loader does not know, as Generate checks additional scrape configs.
+func loadIgnoringUnlinkedSD(t *testing.T, cfg []byte) *config.Config {
+	t.Helper()
+	var doc yaml.MapSlice
+	if err := yaml.Unmarshal(cfg, &doc); err != nil {
+		t.Fatalf("parse generated config: %v\n%s", err, cfg)
+	}
+	for i, item := range doc {
+		if item.Key != "scrape_configs" {
+			continue
+		}
+		jobs, _ := item.Value.([]any)
+		for j, job := range jobs {
+			var kept yaml.MapSlice
+			for _, kv := range job.(yaml.MapSlice) {
+				if key, _ := kv.Key.(string); !unlinkedSD(key) {
+					kept = append(kept, kv)
+				}
+			}
+			jobs[j] = kept
+		}
+		doc[i].Value = jobs
+	}
+	stripped, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mustLoad(t, stripped)
 }

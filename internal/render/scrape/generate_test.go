@@ -263,15 +263,15 @@ func TestGenerateVerdicts(t *testing.T) {
 			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidDuration, message: "endpoints[0].scrapeTimeout: 15s is greater than the scrape interval 10s"}},
 		},
 		{
-			name: "rejects TLS material from a Secret as unsupported rather than dropping it",
+			name: "rejects a ServiceMonitor whose TLS CA Secret is missing",
 			in: newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withEndpoints(endpoint(withEP(func(ep *monitoringv1.Endpoint) {
 				ref := secretRef("tls", "ca.crt")
 				ep.TLSConfig = &monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{CA: monitoringv1.SecretOrConfigMap{Secret: &ref}}}
 			})))))),
-			want: []wantVerdict{{key: "default/app", reason: ReasonUnsupported, msgContains: []string{"endpoints[0].tlsConfig.ca: TLS material from a Secret or ConfigMap is not supported yet"}}},
+			want: []wantVerdict{{key: "default/app", reason: ReasonSecretNotFound, message: "endpoints[0].tlsConfig.ca.secret: Secret default/tls not found"}},
 		},
 		{
-			name: "rejects an OAuth2 client ID from a ConfigMap as unsupported",
+			name: "rejects a ServiceMonitor whose OAuth2 client ID ConfigMap is missing",
 			in: newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withEndpoints(endpoint(withEP(func(ep *monitoringv1.Endpoint) {
 				ep.OAuth2 = &monitoringv1.OAuth2{
 					ClientID:     monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "oauth"}, Key: "id"}},
@@ -279,7 +279,7 @@ func TestGenerateVerdicts(t *testing.T) {
 					TokenURL:     "https://auth.example.com/token",
 				}
 			}))))), creds),
-			want: []wantVerdict{{key: "default/app", reason: ReasonUnsupported, msgContains: []string{"endpoints[0].oauth2.clientId.configMap"}}},
+			want: []wantVerdict{{key: "default/app", reason: ReasonConfigMapNotFound, message: "endpoints[0].oauth2.clientId.configMap: ConfigMap default/oauth not found"}},
 		},
 		{
 			name: "renders OAuth2 with credentials from Secrets",

@@ -83,8 +83,9 @@ func (l limits) apply(monitor *int64) uint64 {
 
 // generator holds what every job of one Prometheus shares.
 type generator struct {
-	prom    *monitoringv1.Prometheus
-	secrets map[string]*corev1.Secret
+	prom       *monitoringv1.Prometheus
+	secrets    map[string]*corev1.Secret
+	configMaps map[string]*corev1.ConfigMap
 
 	global         *globalConfig
 	globalYAML     []byte // "global:" and its section, the start of every document
@@ -108,6 +109,7 @@ func newGenerator(in Input) (*generator, error) {
 	g := &generator{
 		prom:       p,
 		secrets:    in.Secrets,
+		configMaps: in.ConfigMaps,
 		nameScheme: model.UTF8Validation,
 		shards:     1,
 		role:       roleEndpoints,
@@ -159,28 +161,14 @@ func newGenerator(in Input) (*generator, error) {
 	gc.ExternalLabels = externalLabels(p)
 
 	if spec.NameValidationScheme != nil {
-		switch *spec.NameValidationScheme {
-		case monitoringv1.LegacyNameValidationScheme:
-			g.nameScheme = model.LegacyValidation
-		case monitoringv1.UTF8NameValidationScheme:
-			g.nameScheme = model.UTF8Validation
-		default:
-			return nil, fmt.Errorf("spec.nameValidationScheme: unknown value %q", *spec.NameValidationScheme)
+		if g.nameScheme, err = nameValidationScheme(*spec.NameValidationScheme); err != nil {
+			return nil, fmt.Errorf("spec.nameValidationScheme: %w", err)
 		}
 		gc.MetricNameValidationScheme = g.nameScheme.String()
 	}
 	if spec.NameEscapingScheme != nil {
-		switch *spec.NameEscapingScheme {
-		case monitoringv1.AllowUTF8NameEscapingScheme:
-			gc.MetricNameEscapingScheme = model.AllowUTF8
-		case monitoringv1.UnderscoresNameEscapingScheme:
-			gc.MetricNameEscapingScheme = model.EscapeUnderscores
-		case monitoringv1.DotsNameEscapingScheme:
-			gc.MetricNameEscapingScheme = model.EscapeDots
-		case monitoringv1.ValuesNameEscapingScheme:
-			gc.MetricNameEscapingScheme = model.EscapeValues
-		default:
-			return nil, fmt.Errorf("spec.nameEscapingScheme: unknown value %q", *spec.NameEscapingScheme)
+		if gc.MetricNameEscapingScheme, err = nameEscapingScheme(*spec.NameEscapingScheme); err != nil {
+			return nil, fmt.Errorf("spec.nameEscapingScheme: %w", err)
 		}
 	}
 	gc.ScrapeNativeHistograms = spec.ScrapeNativeHistograms
@@ -298,6 +286,32 @@ func parseDuration(s string) (model.Duration, error) {
 		return 0, fmt.Errorf("invalid duration %q: %w", s, err)
 	}
 	return d, nil
+}
+
+// nameValidationScheme is the label and metric name validation the API's option o stands for.
+func nameValidationScheme(o monitoringv1.NameValidationSchemeOptions) (model.ValidationScheme, error) {
+	switch o {
+	case monitoringv1.LegacyNameValidationScheme:
+		return model.LegacyValidation, nil
+	case monitoringv1.UTF8NameValidationScheme:
+		return model.UTF8Validation, nil
+	}
+	return model.UnsetValidation, fmt.Errorf("unknown value %q", o)
+}
+
+// nameEscapingScheme is the metric_name_escaping_scheme value Prometheus spells o as.
+func nameEscapingScheme(o monitoringv1.NameEscapingSchemeOptions) (string, error) {
+	switch o {
+	case monitoringv1.AllowUTF8NameEscapingScheme:
+		return model.AllowUTF8, nil
+	case monitoringv1.UnderscoresNameEscapingScheme:
+		return model.EscapeUnderscores, nil
+	case monitoringv1.DotsNameEscapingScheme:
+		return model.EscapeDots, nil
+	case monitoringv1.ValuesNameEscapingScheme:
+		return model.EscapeValues, nil
+	}
+	return "", fmt.Errorf("unknown value %q", o)
 }
 
 func validScrapeProtocol(sp monitoringv1.ScrapeProtocol) bool {

@@ -3,6 +3,7 @@ package scrape
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml from the
 func goldenCases() map[string]Input {
 	creds := newSecret("default", "creds", map[string]string{"user": "alice", "password": "s3cret", "token": "t0ken"})
 
-	return map[string]Input{
+	cases := map[string]Input{
 		"minimal": newInput(newPrometheus(), monitors(newServiceMonitor("default", "app"))),
 
 		"selector_match_labels_and_expressions": newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withSelector(metav1.LabelSelector{
@@ -251,11 +252,18 @@ func goldenCases() map[string]Input {
 			newServiceMonitor("default", "bad", withEndpoints(endpoint(relabelings(relabelCfg("keep", []string{"__address__"}, "", "(foo"))))),
 		)),
 	}
+	maps.Copy(cases, credentialGoldenCases())
+	maps.Copy(cases, scrapeConfigGoldenCases())
+	maps.Copy(cases, additionalGoldenCases())
+	return cases
 }
 
 func TestGolden(t *testing.T) {
 	for name, in := range goldenCases() {
 		t.Run(name, func(t *testing.T) {
+			if dnsGoldenCases[name] && !sdLinked("dns") {
+				t.Skip("needs Prometheus's DNS discovery linked in (github.com/miekg/dns in go.mod)")
+			}
 			res, err := Generate(in)
 			if err != nil {
 				t.Fatalf("Generate: %v", err)

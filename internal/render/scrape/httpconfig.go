@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	commoncfg "github.com/prometheus/common/config"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -37,6 +38,49 @@ func (g *generator) secretValue(ns, field string, sel *corev1.SecretKeySelector)
 		return "", nil
 	}
 	return "", reject(ReasonSecretKeyNotFound, "%s: key %q not found in Secret %s/%s", field, sel.Key, ns, sel.Name)
+}
+
+// configMapValue reads one key of a ConfigMap in namespace ns. CA certificates and OAuth2 client
+// IDs are not secret, so they may live in ConfigMaps; they are inlined like Secrets.
+func (g *generator) configMapValue(ns, field string, sel *corev1.ConfigMapKeySelector) (string, *rejection) {
+	if sel.Name == "" {
+		return "", reject(ReasonInvalidConfig, "%s: the ConfigMap name is empty", field)
+	}
+	if sel.Key == "" {
+		return "", reject(ReasonInvalidConfig, "%s: the ConfigMap key is empty", field)
+	}
+	optional := sel.Optional != nil && *sel.Optional
+	cm := g.configMaps[ns+"/"+sel.Name]
+	if cm == nil {
+		if optional {
+			return "", nil
+		}
+		return "", reject(ReasonConfigMapNotFound, "%s: ConfigMap %s/%s not found", field, ns, sel.Name)
+	}
+	if v, ok := cm.Data[sel.Key]; ok {
+		return v, nil
+	}
+	if v, ok := cm.BinaryData[sel.Key]; ok {
+		return string(v), nil
+	}
+	if optional {
+		return "", nil
+	}
+	return "", reject(ReasonConfigMapKeyNotFound, "%s: key %q not found in ConfigMap %s/%s", field, sel.Key, ns, sel.Name)
+}
+
+// secretOrConfigMapValue reads what v points at: a Secret key or a ConfigMap key. It is empty
+// when v points nowhere.
+func (g *generator) secretOrConfigMapValue(ns, field string, v *monitoringv1.SecretOrConfigMap) (string, *rejection) {
+	switch {
+	case v.Secret != nil && v.ConfigMap != nil:
+		return "", reject(ReasonInvalidConfig, "%s: secret and configMap cannot both be set", field)
+	case v.Secret != nil:
+		return g.secretValue(ns, field+".secret", v.Secret)
+	case v.ConfigMap != nil:
+		return g.configMapValue(ns, field+".configMap", v.ConfigMap)
+	}
+	return "", nil
 }
 
 func isZeroSelector(sel corev1.SecretKeySelector) bool {
@@ -84,7 +128,7 @@ func (g *generator) endpointHTTP(job *scrapeJob, ns, field string, scheme *monit
 	if class != nil {
 		classTLS = class.TLSConfig
 	}
-	if job.TLSConfig, rej = endpointTLS(fieldPath(field, "tlsConfig"), hc.TLSConfig, classTLS); rej != nil {
+	if job.TLSConfig, rej = g.endpointTLS(ns, fieldPath(field, "tlsConfig"), hc.TLSConfig, classTLS); rej != nil {
 		return rej
 	}
 
@@ -95,17 +139,9 @@ func (g *generator) endpointHTTP(job *scrapeJob, ns, field string, scheme *monit
 	}
 	job.BearerTokenFile = bearerTokenFile
 
-	if ba := hc.BasicAuth; ba != nil {
-		job.BasicAuth = &basicAuth{}
-		if !isZeroSelector(ba.Username) {
-			if job.BasicAuth.Username, rej = g.secretValue(ns, fieldPath(field, "basicAuth.username"), &ba.Username); rej != nil {
-				return rej
-			}
-		}
-		if !isZeroSelector(ba.Password) {
-			if job.BasicAuth.Password, rej = g.secretValue(ns, fieldPath(field, "basicAuth.password"), &ba.Password); rej != nil {
-				return rej
-			}
+	if hc.BasicAuth != nil {
+		if job.BasicAuth, rej = g.basicAuth(ns, fieldPath(field, "basicAuth"), hc.BasicAuth); rej != nil {
+			return rej
 		}
 	}
 
@@ -148,6 +184,22 @@ func authType(t string) string {
 		return "Bearer"
 	}
 	return t
+}
+
+func (g *generator) basicAuth(ns, field string, ba *monitoringv1.BasicAuth) (*basicAuth, *rejection) {
+	out := &basicAuth{}
+	var rej *rejection
+	if !isZeroSelector(ba.Username) {
+		if out.Username, rej = g.secretValue(ns, field+".username", &ba.Username); rej != nil {
+			return nil, rej
+		}
+	}
+	if !isZeroSelector(ba.Password) {
+		if out.Password, rej = g.secretValue(ns, field+".password", &ba.Password); rej != nil {
+			return nil, rej
+		}
+	}
+	return out, nil
 }
 
 func (g *generator) authorization(ns, field string, a *monitoringv1.SafeAuthorization) (*authorization, *rejection) {
@@ -205,19 +257,14 @@ func (g *generator) oauth2(ns, field string, o *monitoringv1.OAuth2) (*oauth2Con
 		EndpointParams: o.EndpointParams,
 	}
 	var rej *rejection
-	switch {
-	case o.ClientID.ConfigMap != nil:
-		return nil, reject(ReasonUnsupported, "%s.clientId.configMap: reading the client ID from a ConfigMap is not supported yet; use a Secret", field)
-	case o.ClientID.Secret != nil:
-		if out.ClientID, rej = g.secretValue(ns, field+".clientId.secret", o.ClientID.Secret); rej != nil {
-			return nil, rej
-		}
+	if out.ClientID, rej = g.secretOrConfigMapValue(ns, field+".clientId", &o.ClientID); rej != nil {
+		return nil, rej
 	}
 	if out.ClientSecret, rej = g.secretValue(ns, field+".clientSecret", &o.ClientSecret); rej != nil {
 		return nil, rej
 	}
 	if o.TLSConfig != nil {
-		if out.TLSConfig, rej = safeTLS(field+".tlsConfig", o.TLSConfig); rej != nil {
+		if out.TLSConfig, rej = g.safeTLS(ns, field+".tlsConfig", o.TLSConfig); rej != nil {
 			return nil, rej
 		}
 	}
@@ -227,22 +274,29 @@ func (g *generator) oauth2(ns, field string, o *monitoringv1.OAuth2) (*oauth2Con
 	return out, nil
 }
 
-// safeTLS renders the plain-value fields of a TLS config. Certificates and keys held in Secrets
-// or ConfigMaps need to be mounted into the Prometheus pod first, which is not done yet, so
-// such a config is refused rather than silently written without them.
-func safeTLS(field string, t *monitoringv1.SafeTLSConfig) (*tlsConfig, *rejection) {
-	unsupported := func(sub string) *rejection {
-		return reject(ReasonUnsupported, "%s.%s: TLS material from a Secret or ConfigMap is not supported yet; mount it into the Prometheus pod and use caFile, certFile and keyFile", field, sub)
-	}
-	switch {
-	case t.CA.Secret != nil || t.CA.ConfigMap != nil:
-		return nil, unsupported("ca")
-	case t.Cert.Secret != nil || t.Cert.ConfigMap != nil:
-		return nil, unsupported("cert")
-	case t.KeySecret != nil:
-		return nil, unsupported("keySecret")
+// safeTLS renders a TLS config whose CA, client certificate and key come from Secrets or
+// ConfigMaps in namespace ns. Prometheus takes them inline (ca, cert, key), so nothing has to be
+// mounted into its pod; the config holding them is itself a Secret.
+func (g *generator) safeTLS(ns, field string, t *monitoringv1.SafeTLSConfig) (*tlsConfig, *rejection) {
+	if err := t.Validate(); err != nil {
+		return nil, reject(ReasonInvalidConfig, "%s: %v", field, err)
 	}
 	out := &tlsConfig{InsecureSkipVerify: t.InsecureSkipVerify}
+	var rej *rejection
+	if out.CA, rej = g.secretOrConfigMapValue(ns, field+".ca", &t.CA); rej != nil {
+		return nil, rej
+	}
+	if out.Cert, rej = g.secretOrConfigMapValue(ns, field+".cert", &t.Cert); rej != nil {
+		return nil, rej
+	}
+	if t.KeySecret != nil {
+		if out.Key, rej = g.secretValue(ns, field+".keySecret", t.KeySecret); rej != nil {
+			return nil, rej
+		}
+	}
+	if rej = usableTLSMaterial(field, out); rej != nil {
+		return nil, rej
+	}
 	if t.ServerName != nil {
 		out.ServerName = *t.ServerName
 	}
@@ -255,22 +309,39 @@ func safeTLS(field string, t *monitoringv1.SafeTLSConfig) (*tlsConfig, *rejectio
 	return out, nil
 }
 
+// usableTLSMaterial checks inlined PEM the way Prometheus reads it when it builds the scrape
+// client. Its config loader does not parse certificates, and a job whose client cannot be built
+// fails the whole reload, so a bad certificate must reject its monitor here.
+func usableTLSMaterial(field string, t *tlsConfig) *rejection {
+	if t.CA != "" {
+		if _, err := commoncfg.NewTLSConfig(&commoncfg.TLSConfig{CA: t.CA}); err != nil {
+			return reject(ReasonInvalidConfig, "%s.ca: %v", field, err)
+		}
+	}
+	if t.Cert != "" && t.Key != "" {
+		if _, err := commoncfg.NewTLSConfig(&commoncfg.TLSConfig{Cert: t.Cert, Key: commoncfg.Secret(t.Key)}); err != nil {
+			return reject(ReasonInvalidConfig, "%s: the client certificate and key cannot be used together: %v", field, err)
+		}
+	}
+	return nil
+}
+
 // endpointTLS merges the endpoint's TLS config with its scrape class's file paths; the
-// endpoint's own CA and client certificate win.
-func endpointTLS(field string, ep, class *monitoringv1.TLSConfig) (*tlsConfig, *rejection) {
+// endpoint's own CA and client certificate, inline or from files, win.
+func (g *generator) endpointTLS(ns, field string, ep, class *monitoringv1.TLSConfig) (*tlsConfig, *rejection) {
 	out := &tlsConfig{}
 	if ep != nil {
 		var rej *rejection
-		if out, rej = safeTLS(field, &ep.SafeTLSConfig); rej != nil {
+		if out, rej = g.safeTLS(ns, field, &ep.SafeTLSConfig); rej != nil {
 			return nil, rej
 		}
 		out.CAFile, out.CertFile, out.KeyFile = ep.CAFile, ep.CertFile, ep.KeyFile
 	}
 	if class != nil {
-		if out.CAFile == "" {
+		if out.CAFile == "" && out.CA == "" {
 			out.CAFile = class.CAFile
 		}
-		if out.CertFile == "" && out.KeyFile == "" {
+		if out.CertFile == "" && out.KeyFile == "" && out.Cert == "" && out.Key == "" {
 			out.CertFile, out.KeyFile = class.CertFile, class.KeyFile
 		}
 	}

@@ -10,13 +10,17 @@ type scrapeJob struct {
 	HonorLabels              bool                 `yaml:"honor_labels"`
 	HonorTimestamps          *bool                `yaml:"honor_timestamps,omitempty"`
 	TrackTimestampsStaleness *bool                `yaml:"track_timestamps_staleness,omitempty"`
-	KubernetesSDConfigs      []kubernetesSDConfig `yaml:"kubernetes_sd_configs,omitempty"`
 	StaticConfigs            []staticConfig       `yaml:"static_configs,omitempty"`
+	FileSDConfigs            []fileSDConfig       `yaml:"file_sd_configs,omitempty"`
+	HTTPSDConfigs            []httpSDConfig       `yaml:"http_sd_configs,omitempty"`
+	KubernetesSDConfigs      []kubernetesSDConfig `yaml:"kubernetes_sd_configs,omitempty"`
+	DNSSDConfigs             []dnsSDConfig        `yaml:"dns_sd_configs,omitempty"`
 	ScrapeInterval           string               `yaml:"scrape_interval,omitempty"`
 	ScrapeTimeout            string               `yaml:"scrape_timeout,omitempty"`
 	MetricsPath              string               `yaml:"metrics_path,omitempty"`
 	Params                   map[string][]string  `yaml:"params,omitempty"`
 	Scheme                   string               `yaml:"scheme,omitempty"`
+	EnableCompression        *bool                `yaml:"enable_compression,omitempty"`
 	FollowRedirects          *bool                `yaml:"follow_redirects,omitempty"`
 	EnableHTTP2              *bool                `yaml:"enable_http2,omitempty"`
 	Proxy                    proxyConfig          `yaml:",inline"`
@@ -45,14 +49,53 @@ type scrapeJob struct {
 	FallbackScrapeProtocol string   `yaml:"fallback_scrape_protocol,omitempty"`
 	BodySizeLimit          string   `yaml:"body_size_limit,omitempty"`
 
+	MetricNameValidationScheme string `yaml:"metric_name_validation_scheme,omitempty"`
+	MetricNameEscapingScheme   string `yaml:"metric_name_escaping_scheme,omitempty"`
+
 	MetricRelabelConfigs []*relabelRule `yaml:"metric_relabel_configs,omitempty"`
 }
 
 type kubernetesSDConfig struct {
+	APIServer      string              `yaml:"api_server,omitempty"`
 	Role           string              `yaml:"role"`
 	Namespaces     *sdNamespaces       `yaml:"namespaces,omitempty"`
 	Selectors      []sdSelector        `yaml:"selectors,omitempty"`
 	AttachMetadata *sdAttachedMetadata `yaml:"attach_metadata,omitempty"`
+	// Only with APIServer: without it Prometheus uses its own service account.
+	HTTPClient httpClientConfig `yaml:",inline"`
+}
+
+// fileSDConfig reads targets from files in the Prometheus container.
+type fileSDConfig struct {
+	Files           []string `yaml:"files"`
+	RefreshInterval string   `yaml:"refresh_interval,omitempty"`
+}
+
+// httpSDConfig fetches targets from an HTTP endpoint.
+type httpSDConfig struct {
+	URL             string           `yaml:"url"`
+	RefreshInterval string           `yaml:"refresh_interval,omitempty"`
+	HTTPClient      httpClientConfig `yaml:",inline"`
+}
+
+// dnsSDConfig resolves DNS names into targets.
+type dnsSDConfig struct {
+	Names           []string `yaml:"names"`
+	RefreshInterval string   `yaml:"refresh_interval,omitempty"`
+	Type            string   `yaml:"type,omitempty"`
+	Port            int32    `yaml:"port,omitempty"`
+}
+
+// httpClientConfig is the HTTP client of a service discovery mechanism, inlined into its config
+// the way Prometheus reads it.
+type httpClientConfig struct {
+	BasicAuth       *basicAuth     `yaml:"basic_auth,omitempty"`
+	Authorization   *authorization `yaml:"authorization,omitempty"`
+	OAuth2          *oauth2Config  `yaml:"oauth2,omitempty"`
+	TLSConfig       *tlsConfig     `yaml:"tls_config,omitempty"`
+	Proxy           proxyConfig    `yaml:",inline"`
+	FollowRedirects *bool          `yaml:"follow_redirects,omitempty"`
+	EnableHTTP2     *bool          `yaml:"enable_http2,omitempty"`
 }
 
 // staticConfig is one static_configs entry: fixed targets sharing labels.
@@ -62,12 +105,14 @@ type staticConfig struct {
 }
 
 type sdNamespaces struct {
-	Names []string `yaml:"names"`
+	OwnNamespace bool     `yaml:"own_namespace,omitempty"`
+	Names        []string `yaml:"names,omitempty"`
 }
 
 type sdSelector struct {
 	Role  string `yaml:"role"`
 	Label string `yaml:"label,omitempty"`
+	Field string `yaml:"field,omitempty"`
 }
 
 type sdAttachedMetadata struct {
@@ -82,6 +127,9 @@ type proxyConfig struct {
 }
 
 type tlsConfig struct {
+	CA                 string `yaml:"ca,omitempty"`
+	Cert               string `yaml:"cert,omitempty"`
+	Key                string `yaml:"key,omitempty"`
 	CAFile             string `yaml:"ca_file,omitempty"`
 	CertFile           string `yaml:"cert_file,omitempty"`
 	KeyFile            string `yaml:"key_file,omitempty"`

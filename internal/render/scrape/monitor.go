@@ -19,6 +19,7 @@ import (
 type discovery struct {
 	namespaces []string // nil with all
 	all        bool
+	nodes      bool // Nodes are read: node role, or node metadata attached to targets
 }
 
 // monitorContext is what every job of one monitor shares.
@@ -88,6 +89,11 @@ func (mc *monitorContext) attachMetadata(own *monitoringv1.AttachMetadata) {
 	if own != nil && own.Node != nil {
 		mc.sd.AttachMetadata = &sdAttachedMetadata{Node: *own.Node}
 	}
+}
+
+// readsNodes says whether the monitor's discovery reads Nodes, for RBAC.
+func (mc *monitorContext) readsNodes() bool {
+	return mc.sd.AttachMetadata != nil && mc.sd.AttachMetadata.Node
 }
 
 // selector turns a label selector over the discovered objects (object is the meta label
@@ -318,11 +324,16 @@ func (g *generator) honor(job *scrapeJob, labels bool, timestamps, trackStalenes
 // scrapeTiming validates and writes scrape_interval and scrape_timeout; field is the path of
 // the object holding them, empty at the top of a spec.
 func (g *generator) scrapeTiming(job *scrapeJob, field string, interval, timeout monitoringv1.Duration) *rejection {
+	return g.scrapeTimingAt(job, fieldPath(field, "interval"), fieldPath(field, "scrapeTimeout"), interval, timeout)
+}
+
+// scrapeTimingAt is scrapeTiming for fields named intervalField and timeoutField.
+func (g *generator) scrapeTimingAt(job *scrapeJob, intervalField, timeoutField string, interval, timeout monitoringv1.Duration) *rejection {
 	effective := g.scrapeInterval
 	if interval != "" {
 		d, err := parseDuration(string(interval))
 		if err != nil {
-			return reject(ReasonInvalidDuration, "%s: %v", fieldPath(field, "interval"), err)
+			return reject(ReasonInvalidDuration, "%s: %v", intervalField, err)
 		}
 		job.ScrapeInterval = string(interval)
 		if d > 0 {
@@ -332,10 +343,10 @@ func (g *generator) scrapeTiming(job *scrapeJob, field string, interval, timeout
 	if timeout != "" {
 		d, err := parseDuration(string(timeout))
 		if err != nil {
-			return reject(ReasonInvalidDuration, "%s: %v", fieldPath(field, "scrapeTimeout"), err)
+			return reject(ReasonInvalidDuration, "%s: %v", timeoutField, err)
 		}
 		if d > effective {
-			return reject(ReasonInvalidDuration, "%s: %s is greater than the scrape interval %s", fieldPath(field, "scrapeTimeout"), timeout, effective)
+			return reject(ReasonInvalidDuration, "%s: %s is greater than the scrape interval %s", timeoutField, timeout, effective)
 		}
 		job.ScrapeTimeout = string(timeout)
 	}

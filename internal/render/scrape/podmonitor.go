@@ -31,6 +31,7 @@ func (g *generator) podMonitorJobs(pm *monitoringv1.PodMonitor) ([]*scrapeJob, d
 	}
 	mc.restrictTo(disc)
 	mc.attachMetadata(spec.AttachMetadata)
+	disc.nodes = mc.readsNodes()
 
 	if rej = mc.selector("selector", "pod", &spec.Selector, spec.SelectorMechanism); rej != nil {
 		return nil, discovery{}, rej

@@ -120,12 +120,12 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidConfig, msgContains: []string{"podMetricsEndpoints[0]: basicAuth and bearerTokenSecret cannot be configured at the same time"}}},
 		},
 		{
-			name: "rejects TLS material from a Secret in a PodMonitor as unsupported rather than dropping it",
+			name: "rejects a PodMonitor whose TLS CA Secret is missing",
 			in: in(pm(withPodEndpoints(podEndpoint(withPEP(func(ep *monitoringv1.PodMetricsEndpoint) {
 				ref := secretRef("tls", "ca.crt")
 				ep.TLSConfig = &monitoringv1.SafeTLSConfig{CA: monitoringv1.SecretOrConfigMap{Secret: &ref}}
 			}))))),
-			want: []wantVerdict{{key: "default/app", reason: ReasonUnsupported, msgContains: []string{"podMetricsEndpoints[0].tlsConfig.ca: TLS material from a Secret or ConfigMap is not supported yet"}}},
+			want: []wantVerdict{{key: "default/app", reason: ReasonSecretNotFound, message: "podMetricsEndpoints[0].tlsConfig.ca.secret: Secret default/tls not found"}},
 		},
 		{
 			name: "rejects a PodMonitor port name that is not an IANA service name",

@@ -111,12 +111,12 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 			want: []wantVerdict{{key: "default/site", reason: ReasonInvalidConfig, message: "authorization and basicAuth cannot be configured at the same time"}},
 		},
 		{
-			name: "rejects TLS material from a Secret in a Probe as unsupported rather than dropping it",
+			name: "rejects a Probe whose client certificate Secret is missing",
 			in: in(probe(withProbeSpec(func(s *monitoringv1.ProbeSpec) {
 				ref := secretRef("tls", "tls.key")
 				s.TLSConfig = &monitoringv1.SafeTLSConfig{KeySecret: &ref, Cert: monitoringv1.SecretOrConfigMap{Secret: &ref}}
 			}))),
-			want: []wantVerdict{{key: "default/site", reason: ReasonUnsupported, msgContains: []string{"tlsConfig.cert: TLS material from a Secret or ConfigMap is not supported yet"}}},
+			want: []wantVerdict{{key: "default/site", reason: ReasonSecretNotFound, message: "tlsConfig.cert.secret: Secret default/tls not found"}},
 		},
 		{
 			name: "rejects a Probe without targets",

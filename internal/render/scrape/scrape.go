@@ -1,8 +1,11 @@
-// Package scrape renders the prometheus.yaml of one Prometheus from the monitors it selects.
+// Package scrape renders the prometheus.yaml of one Prometheus from the monitors it selects
+// (ServiceMonitors, PodMonitors, Probes and ScrapeConfigs) and its additional scrape configs.
 //
 // It is pure: the same Input always gives the same bytes, and nothing here talks to a cluster.
 // A monitor that cannot be rendered, or whose jobs Prometheus's own config loader refuses, is
 // left out alone and reported through its Verdict; the rest of the config still ships.
+// Credentials, certificates and keys are read from the Secrets and ConfigMaps given and inlined:
+// the config is stored in a Secret, and nothing needs mounting into the Prometheus pod.
 package scrape
 
 import (
@@ -13,13 +16,11 @@ import (
 	"sort"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"github.com/prometheus/prometheus/config"
 	"go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	// Registers kubernetes_sd_configs with the config loader; without it every job is refused.
-	_ "github.com/prometheus/prometheus/discovery/kubernetes"
 )
 
 // Input is what the generator needs for one Prometheus.
@@ -29,15 +30,28 @@ type Input struct {
 	ServiceMonitors []*monitoringv1.ServiceMonitor
 	PodMonitors     []*monitoringv1.PodMonitor
 	Probes          []*monitoringv1.Probe
+	ScrapeConfigs   []*monitoringv1alpha1.ScrapeConfig
 	// Secrets referenced by monitors, keyed "namespace/name". A missing key means the Secret does not exist.
 	Secrets map[string]*corev1.Secret
+	// ConfigMaps referenced by monitors (TLS CAs and client certificates, OAuth2 client IDs),
+	// keyed "namespace/name". A missing key means the ConfigMap does not exist.
+	ConfigMaps map[string]*corev1.ConfigMap
 	// RuleFiles are the rule_files patterns, written after the global section.
 	RuleFiles []string
+	// AdditionalScrapeConfigs is the content of the Secret key the Prometheus's
+	// spec.additionalScrapeConfigs names, read by the caller; nil or empty means none. It must be
+	// a YAML list of scrape configs. Its jobs are written after all generated ones as given:
+	// nothing is added to them, neither sharding nor the enforced namespace label or limits, so
+	// with several shards every shard scrapes all their targets unless they shard themselves
+	// ($(SHARD) is substituted in them too). Kubernetes discovery they use is not in
+	// Result.Namespaces. When they do not parse or Prometheus refuses them, Generate returns an
+	// *AdditionalConfigError.
+	AdditionalScrapeConfigs []byte
 }
 
 // Verdict says whether one input object made it into the config.
 type Verdict struct {
-	Kind       string // "ServiceMonitor", "PodMonitor" or "Probe"
+	Kind       string // "ServiceMonitor", "PodMonitor", "Probe" or "ScrapeConfig"
 	Namespace  string
 	Name       string
 	Generation int64
@@ -49,15 +63,20 @@ type Verdict struct {
 // Result is the rendered prometheus.yaml plus what the caller needs to report and to grant.
 type Result struct {
 	Config []byte // the whole prometheus.yaml, deterministic: same input → same bytes
-	// Exactly one per input monitor, sorted by kind (ServiceMonitor, PodMonitor, Probe), then
-	// by namespace/name.
+	// Exactly one per input monitor, sorted by kind (ServiceMonitor, PodMonitor, Probe,
+	// ScrapeConfig), then by namespace/name.
 	Verdicts []Verdict
 	// Namespaces Prometheus must run Kubernetes discovery in (sorted, unique), for RBAC: those of
-	// accepted ServiceMonitors (endpoints or endpointslice role), PodMonitors (pod role) and
-	// Probes with ingress targets (ingress role). AllNamespaces is true when some accepted
-	// monitor uses namespaceSelector.any.
+	// accepted ServiceMonitors (endpoints or endpointslice role), PodMonitors (pod role), Probes
+	// with ingress targets (ingress role) and ScrapeConfigs' kubernetesSDConfigs without an
+	// apiServer (their namespaces.names, and the Prometheus's own namespace with ownNamespace).
+	// AllNamespaces is true when some accepted monitor uses namespaceSelector.any, or a
+	// ScrapeConfig's kubernetesSDConfigs entry lists no namespace.
 	Namespaces    []string
 	AllNamespaces bool
+	// DiscoverNodes is true when Prometheus must read Nodes: an accepted ScrapeConfig discovers
+	// them (role Node), or a monitor attaches node metadata to its targets (attachMetadata.node).
+	DiscoverNodes bool
 }
 
 // Reasons a monitor is rejected with (Verdict.Reason).
@@ -67,6 +86,8 @@ const (
 	ReasonInvalidRelabelConfig = "InvalidRelabelConfig" // a relabeling Prometheus refuses (missing target label, bad label name...)
 	ReasonSecretNotFound       = "SecretNotFound"       // a referenced Secret does not exist
 	ReasonSecretKeyNotFound    = "SecretKeyNotFound"    // a referenced Secret lacks the key
+	ReasonConfigMapNotFound    = "ConfigMapNotFound"    // a referenced ConfigMap does not exist
+	ReasonConfigMapKeyNotFound = "ConfigMapKeyNotFound" // a referenced ConfigMap lacks the key
 	ReasonInvalidPort          = "InvalidPort"          // no port, or a bad port name or number
 	ReasonInvalidDuration      = "InvalidDuration"      // interval or scrapeTimeout unparsable, or timeout > interval
 	ReasonInvalidSelector      = "InvalidSelector"      // a label selector (Services, Pods, Ingresses) does not parse
@@ -100,7 +121,8 @@ func reject(reason, format string, args ...any) *rejection {
 
 // Generate renders prometheus.yaml. It returns an error only when the whole config cannot be
 // produced (e.g. the Prometheus spec itself is invalid: bad scrapeInterval, bad externalLabels);
-// a bad monitor is rejected on its own through its Verdict and the rest still ship.
+// a bad monitor is rejected on its own through its Verdict and the rest still ship. Bad
+// additional scrape configs give an *AdditionalConfigError, returned as is.
 func Generate(in Input) (*Result, error) {
 	if in.Prometheus == nil {
 		return nil, errors.New("render scrape config: no Prometheus given")
@@ -108,6 +130,9 @@ func Generate(in Input) (*Result, error) {
 	key := in.Prometheus.Namespace + "/" + in.Prometheus.Name
 	res, err := generate(in)
 	if err != nil {
+		if ae, ok := err.(*AdditionalConfigError); ok {
+			return nil, ae
+		}
 		return nil, fmt.Errorf("render scrape config for Prometheus %s: %w", key, err)
 	}
 	return res, nil
@@ -131,11 +156,12 @@ type monitor struct {
 	jobs      func() ([]*scrapeJob, discovery, *rejection)
 }
 
-// monitors lists the input in the order COMPAT.md fixes: ServiceMonitors, PodMonitors, Probes,
-// each sorted by namespace/name.
+// monitors lists the input in the order COMPAT.md fixes (kindOrder), each kind sorted by
+// namespace/name.
 func (g *generator) monitors(in Input) []monitor {
 	sms, pms, probes := sortedObjects(in.ServiceMonitors), sortedObjects(in.PodMonitors), sortedObjects(in.Probes)
-	out := make([]monitor, 0, len(sms)+len(pms)+len(probes))
+	scs := sortedObjects(in.ScrapeConfigs)
+	out := make([]monitor, 0, len(sms)+len(pms)+len(probes)+len(scs))
 	for _, sm := range sms {
 		out = append(out, monitor{kind: serviceMonitorKind, obj: sm, endpoints: "endpoints",
 			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.serviceMonitorJobs(sm) }})
@@ -148,6 +174,10 @@ func (g *generator) monitors(in Input) []monitor {
 		out = append(out, monitor{kind: probeKind, obj: p,
 			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.probeJobs(p) }})
 	}
+	for _, sc := range scs {
+		out = append(out, monitor{kind: scrapeConfigKind, obj: sc,
+			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.scrapeConfigJobs(sc) }})
+	}
 	return out
 }
 
@@ -155,6 +185,14 @@ func generate(in Input) (*Result, error) {
 	g, err := newGenerator(in)
 	if err != nil {
 		return nil, err
+	}
+	extra, aerr := additionalJobs(in.AdditionalScrapeConfigs)
+	if aerr != nil {
+		return nil, aerr
+	}
+	var additional, additionalCheck []byte
+	if extra != nil {
+		additional, additionalCheck = extra.shipped, extra.check
 	}
 
 	monitors := g.monitors(in)
@@ -193,10 +231,16 @@ func generate(in Input) (*Result, error) {
 	}
 
 	// Every monitor's jobs must pass Prometheus's loader on their own. A job's validity depends
-	// only on itself and the global section, so when the whole config loads, each monitor's part
-	// does too: load the whole once, and fall back to one load per monitor only when it fails.
-	out := g.assemble(candidates)
-	if _, err := config.Load(string(out), discardLogger); err != nil {
+	// only on itself and the global section (and job names being unique), so when the whole
+	// config loads, each monitor's part does too: load the whole once, and only when it fails
+	// find out whose fault it is: the additional jobs', or some monitors', each then loaded
+	// alone.
+	if _, err := config.Load(string(g.assemble(candidates, additionalCheck)), discardLogger); err != nil {
+		if additionalCheck != nil {
+			if _, generatedErr := config.Load(string(g.assemble(candidates, nil)), discardLogger); generatedErr == nil {
+				return nil, g.refused(extra, err)
+			}
+		}
 		for _, c := range candidates {
 			if rej := g.loadJobs(c); rej != nil {
 				c.rejected = true
@@ -204,12 +248,17 @@ func generate(in Input) (*Result, error) {
 				v.Reason, v.Message = rej.reason, rej.message
 			}
 		}
-		out = g.assemble(candidates)
 		// Each remaining monitor loaded on its own, so this is a bug here, not bad input.
-		if _, err := config.Load(string(out), discardLogger); err != nil {
+		if _, err := config.Load(string(g.assemble(candidates, nil)), discardLogger); err != nil {
 			return nil, fmt.Errorf("generated prometheus.yaml does not load (bug): %w", err)
 		}
+		if additionalCheck != nil {
+			if _, err := config.Load(string(g.assemble(candidates, additionalCheck)), discardLogger); err != nil {
+				return nil, g.refused(extra, err)
+			}
+		}
 	}
+	out := g.assemble(candidates, additional)
 
 	namespaces := map[string]struct{}{}
 	for _, c := range candidates {
@@ -219,6 +268,9 @@ func generate(in Input) (*Result, error) {
 		res.Verdicts[c.verdict].Accepted = true
 		if c.discovery.all {
 			res.AllNamespaces = true
+		}
+		if c.discovery.nodes {
+			res.DiscoverNodes = true
 		}
 		for _, ns := range c.discovery.namespaces {
 			namespaces[ns] = struct{}{}
@@ -252,10 +304,10 @@ func marshalJobs(jobs []*scrapeJob) ([]byte, error) {
 	return out[i+len(scrapeConfigsKey):], nil
 }
 
-// assemble writes the whole prometheus.yaml from the global section and the jobs of the
-// candidates not rejected.
-func (g *generator) assemble(candidates []*candidate) []byte {
-	size := len(g.globalYAML) + len(scrapeConfigsKey)
+// assemble writes the whole prometheus.yaml from the global section, the jobs of the
+// candidates not rejected, then the extra jobs (sequence items, as marshalJobs writes them).
+func (g *generator) assemble(candidates []*candidate, extra []byte) []byte {
+	size := len(g.globalYAML) + len(scrapeConfigsKey) + len(extra)
 	for _, c := range candidates {
 		size += len(c.fragment)
 	}
@@ -268,6 +320,7 @@ func (g *generator) assemble(candidates []*candidate) []byte {
 			out = append(out, c.fragment...)
 		}
 	}
+	out = append(out, extra...)
 	if len(out) == start+len(scrapeConfigsKey) {
 		out = append(out[:start], "scrape_configs: []\n"...)
 	}

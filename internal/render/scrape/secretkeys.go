@@ -6,90 +6,184 @@ import (
 )
 
 // SecretKeys returns the "namespace/name" of every Secret Generate may read for in, sorted and
-// unique: those referenced by the monitors of every kind (credentials, OAuth2, TLS, proxy
-// headers), looked up in each monitor's namespace, and those of the Prometheus's scrape class
+// unique: those referenced by the monitors of every kind, ScrapeConfigs and their HTTP and
+// Kubernetes discovery configs included (credentials, OAuth2, TLS, proxy headers), looked up in
+// each monitor's namespace, and those of the Prometheus's scrape class
 // authorizations, looked up in the Prometheus's. The caller fetches them into Input.Secrets.
 func SecretKeys(in Input) []string {
 	keys := map[string]struct{}{}
-	add := func(ns string, sel *corev1.SecretKeySelector) {
-		if sel != nil && sel.Name != "" {
-			keys[ns+"/"+sel.Name] = struct{}{}
-		}
-	}
-	addProxy := func(ns string, pc *monitoringv1.ProxyConfig) {
-		for _, sels := range pc.ProxyConnectHeader {
-			for i := range sels {
-				add(ns, &sels[i])
+	walkReferences(in, referenceVisitor{
+		secret: func(ns string, sel *corev1.SecretKeySelector) {
+			if sel != nil && sel.Name != "" {
+				keys[ns+"/"+sel.Name] = struct{}{}
 			}
-		}
-	}
-	addTLS := func(ns string, t *monitoringv1.SafeTLSConfig) {
-		if t == nil {
-			return
-		}
-		add(ns, t.CA.Secret)
-		add(ns, t.Cert.Secret)
-		add(ns, t.KeySecret)
-	}
-	addHTTP := func(ns string, hc *monitoringv1.HTTPConfigWithoutTLS) {
-		if hc.BasicAuth != nil {
-			add(ns, &hc.BasicAuth.Username)
-			add(ns, &hc.BasicAuth.Password)
-		}
-		if hc.Authorization != nil {
-			add(ns, hc.Authorization.Credentials)
-		}
-		add(ns, hc.BearerTokenSecret)
-		if o := hc.OAuth2; o != nil {
-			add(ns, o.ClientID.Secret)
-			add(ns, &o.ClientSecret)
-			addTLS(ns, o.TLSConfig)
-			addProxy(ns, &o.ProxyConfig)
-		}
-	}
+		},
+	})
+	return sortedKeys(keys)
+}
 
+// ConfigMapKeys returns the "namespace/name" of every ConfigMap Generate may read for in (TLS
+// CAs and client certificates, OAuth2 client IDs), looked up in each monitor's namespace,
+// sorted and unique. The caller fetches them into Input.ConfigMaps.
+func ConfigMapKeys(in Input) []string {
+	keys := map[string]struct{}{}
+	walkReferences(in, referenceVisitor{
+		configMap: func(ns string, sel *corev1.ConfigMapKeySelector) {
+			if sel != nil && sel.Name != "" {
+				keys[ns+"/"+sel.Name] = struct{}{}
+			}
+		},
+	})
+	return sortedKeys(keys)
+}
+
+// referenceVisitor is called for every Secret and ConfigMap key reference of the input, with the
+// namespace it is looked up in; either function may be nil.
+type referenceVisitor struct {
+	secret    func(ns string, sel *corev1.SecretKeySelector)
+	configMap func(ns string, sel *corev1.ConfigMapKeySelector)
+}
+
+// refs walks the API types shared by every kind, for one namespace.
+type refs struct {
+	v  referenceVisitor
+	ns string
+}
+
+func (r refs) secret(sel *corev1.SecretKeySelector) {
+	if r.v.secret != nil && sel != nil {
+		r.v.secret(r.ns, sel)
+	}
+}
+
+func (r refs) secretOrConfigMap(s *monitoringv1.SecretOrConfigMap) {
+	r.secret(s.Secret)
+	if r.v.configMap != nil && s.ConfigMap != nil {
+		r.v.configMap(r.ns, s.ConfigMap)
+	}
+}
+
+func (r refs) proxy(pc *monitoringv1.ProxyConfig) {
+	for _, sels := range pc.ProxyConnectHeader {
+		for i := range sels {
+			r.secret(&sels[i])
+		}
+	}
+}
+
+func (r refs) tls(t *monitoringv1.SafeTLSConfig) {
+	if t == nil {
+		return
+	}
+	r.secretOrConfigMap(&t.CA)
+	r.secretOrConfigMap(&t.Cert)
+	r.secret(t.KeySecret)
+}
+
+func (r refs) basicAuth(ba *monitoringv1.BasicAuth) {
+	if ba != nil {
+		r.secret(&ba.Username)
+		r.secret(&ba.Password)
+	}
+}
+
+func (r refs) authorization(a *monitoringv1.SafeAuthorization) {
+	if a != nil {
+		r.secret(a.Credentials)
+	}
+}
+
+func (r refs) oauth2(o *monitoringv1.OAuth2) {
+	if o == nil {
+		return
+	}
+	r.secretOrConfigMap(&o.ClientID)
+	r.secret(&o.ClientSecret)
+	r.tls(o.TLSConfig)
+	r.proxy(&o.ProxyConfig)
+}
+
+func (r refs) http(hc *monitoringv1.HTTPConfigWithoutTLS) {
+	r.basicAuth(hc.BasicAuth)
+	r.authorization(hc.Authorization)
+	r.secret(hc.BearerTokenSecret)
+	r.oauth2(hc.OAuth2)
+}
+
+func (r refs) sdHTTP(ba *monitoringv1.BasicAuth, a *monitoringv1.SafeAuthorization, o *monitoringv1.OAuth2, t *monitoringv1.SafeTLSConfig, pc *monitoringv1.ProxyConfig) {
+	r.basicAuth(ba)
+	r.authorization(a)
+	r.oauth2(o)
+	r.tls(t)
+	r.proxy(pc)
+}
+
+// walkReferences calls v for every reference Generate may follow. Generate and the key lists
+// must agree, so both are driven by the same fields; a test checks it.
+func walkReferences(in Input, v referenceVisitor) {
 	for _, sm := range in.ServiceMonitors {
 		if sm == nil {
 			continue
 		}
+		r := refs{v: v, ns: sm.Namespace}
 		for i := range sm.Spec.Endpoints {
 			ep := &sm.Spec.Endpoints[i]
-			addHTTP(sm.Namespace, &ep.HTTPConfigWithoutTLS)
+			r.http(&ep.HTTPConfigWithoutTLS)
 			if ep.TLSConfig != nil {
-				addTLS(sm.Namespace, &ep.TLSConfig.SafeTLSConfig)
+				r.tls(&ep.TLSConfig.SafeTLSConfig)
 			}
-			addProxy(sm.Namespace, &ep.ProxyConfig)
+			r.proxy(&ep.ProxyConfig)
 		}
 	}
 	for _, pm := range in.PodMonitors {
 		if pm == nil {
 			continue
 		}
+		r := refs{v: v, ns: pm.Namespace}
 		for i := range pm.Spec.PodMetricsEndpoints {
 			ep := &pm.Spec.PodMetricsEndpoints[i]
-			addHTTP(pm.Namespace, &ep.HTTPConfigWithoutTLS)
-			addTLS(pm.Namespace, ep.TLSConfig)
-			addProxy(pm.Namespace, &ep.ProxyConfig)
+			r.http(&ep.HTTPConfigWithoutTLS)
+			r.tls(ep.TLSConfig)
+			r.proxy(&ep.ProxyConfig)
 		}
 	}
 	for _, p := range in.Probes {
 		if p == nil {
 			continue
 		}
+		r := refs{v: v, ns: p.Namespace}
 		spec := &p.Spec
-		addHTTP(p.Namespace, &spec.HTTPConfigWithoutTLS)
-		if spec.Authorization != nil {
-			add(p.Namespace, spec.Authorization.Credentials)
+		r.http(&spec.HTTPConfigWithoutTLS)
+		r.authorization(spec.Authorization)
+		r.tls(spec.TLSConfig)
+		r.proxy(&spec.ProberSpec.ProxyConfig)
+	}
+	for _, sc := range in.ScrapeConfigs {
+		if sc == nil {
+			continue
 		}
-		addTLS(p.Namespace, spec.TLSConfig)
-		addProxy(p.Namespace, &spec.ProberSpec.ProxyConfig)
+		r := refs{v: v, ns: sc.Namespace}
+		spec := &sc.Spec
+		r.basicAuth(spec.BasicAuth)
+		r.authorization(spec.Authorization)
+		r.oauth2(spec.OAuth2)
+		r.tls(spec.TLSConfig)
+		r.proxy(&spec.ProxyConfig)
+		for i := range spec.HTTPSDConfigs {
+			hc := &spec.HTTPSDConfigs[i]
+			r.sdHTTP(hc.BasicAuth, hc.Authorization, hc.OAuth2, hc.TLSConfig, &hc.ProxyConfig)
+		}
+		for i := range spec.KubernetesSDConfigs {
+			kc := &spec.KubernetesSDConfigs[i]
+			r.sdHTTP(kc.BasicAuth, kc.Authorization, kc.OAuth2, kc.TLSConfig, &kc.ProxyConfig)
+		}
 	}
 	if p := in.Prometheus; p != nil {
+		r := refs{v: v, ns: p.Namespace}
 		for i := range p.Spec.ScrapeClasses {
 			if a := p.Spec.ScrapeClasses[i].Authorization; a != nil {
-				add(p.Namespace, a.Credentials)
+				r.authorization(&a.SafeAuthorization)
 			}
 		}
 	}
-	return sortedKeys(keys)
 }

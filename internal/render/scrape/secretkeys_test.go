@@ -117,6 +117,7 @@ func TestSecretKeysCoverWhatGenerateReads(t *testing.T) {
 	sms, in := variedMonitors()
 	pms, ps := variedPodMonitorsAndProbes()
 	in.ServiceMonitors, in.PodMonitors, in.Probes = sms, pms, ps
+	in.ScrapeConfigs = variedScrapeConfigs()
 	keys := SecretKeys(in)
 	if !slices.Equal(keys, []string{"ns-1/creds"}) {
 		t.Fatalf("SecretKeys = %v", keys)

@@ -54,6 +54,7 @@ func (g *generator) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]*scra
 	}
 	mc.restrictTo(disc)
 	mc.attachMetadata(spec.AttachMetadata)
+	disc.nodes = mc.readsNodes()
 
 	if rej = mc.selector("selector", "service", &spec.Selector, spec.SelectorMechanism); rej != nil {
 		return nil, discovery{}, rej
