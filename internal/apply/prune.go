@@ -62,8 +62,3 @@ func controlledBy(obj *metav1.PartialObjectMetadata, uid types.UID) bool {
 	}
 	return false
 }
-
-// GVK is a small helper for callers building kind lists.
-func GVK(group, version, kind string) schema.GroupVersionKind {
-	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
-}

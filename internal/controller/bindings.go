@@ -14,7 +14,8 @@ import (
 
 // Reasons of the Accepted condition of a monitor's or rule's binding.
 const (
-	// ReasonAccepted: the object is in the Prometheus's configuration.
+	// ReasonAccepted: the object is in the Prometheus's configuration (also
+	// the reason of the Event when a rejected object is accepted again).
 	ReasonAccepted = "Accepted"
 )
 

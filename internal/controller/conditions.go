@@ -25,10 +25,6 @@ const (
 	ReasonSomeReplicasUnavailable = "SomeReplicasUnavailable"
 	// ReasonNoReplicasAvailable: Available=False.
 	ReasonNoReplicasAvailable = "NoReplicasAvailable"
-
-	// ReasonMonitorAccepted is the Event reason when a rejected monitor is
-	// accepted again.
-	ReasonMonitorAccepted = "Accepted"
 )
 
 // Finalizer lets the controller delete what cannot carry an owner reference

@@ -329,7 +329,7 @@ func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdic
 			continue
 		}
 		if v.Accepted {
-			r.Recorder.Eventf(obj, p, corev1.EventTypeNormal, ReasonMonitorAccepted, "Select",
+			r.Recorder.Eventf(obj, p, corev1.EventTypeNormal, ReasonAccepted, "Select",
 				"Accepted by Prometheus %s/%s", p.Namespace, p.Name)
 			continue
 		}

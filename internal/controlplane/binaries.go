@@ -145,17 +145,6 @@ func (t Tool) Ensure(ctx context.Context, log io.Writer) (string, error) {
 	return path, nil
 }
 
-// EnsureAll builds every tool that is missing, one after the other (the
-// machine has few cores; parallel builds only thrash).
-func EnsureAll(ctx context.Context, log io.Writer, tools ...Tool) error {
-	for _, t := range tools {
-		if _, err := t.Ensure(ctx, log); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0

@@ -6,6 +6,7 @@ package gather
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -69,7 +70,7 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 	}
 	for _, key := range secretKeys {
 		res.Refs = append(res.Refs, "Secret/"+key)
-		ns, name := splitKey(key)
+		ns, name, _ := strings.Cut(key, "/")
 		var s corev1.Secret
 		err := c.Live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
 		switch {
@@ -84,7 +85,7 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 	in.ConfigMaps = map[string]*corev1.ConfigMap{}
 	for _, key := range scrape.ConfigMapKeys(refs) {
 		res.Refs = append(res.Refs, "ConfigMap/"+key)
-		ns, name := splitKey(key)
+		ns, name, _ := strings.Cut(key, "/")
 		var cm corev1.ConfigMap
 		err := c.Live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm)
 		switch {
@@ -184,13 +185,4 @@ func (c *Cluster) namespaceLabels(ctx context.Context, sel *selection.Selector) 
 		out[nss.Items[i].Name] = nss.Items[i].Labels
 	}
 	return out, nil
-}
-
-func splitKey(key string) (string, string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return "", key
 }
