@@ -31,6 +31,10 @@ test: tools vet ## Unit, integration (real kube-apiserver) and end-to-end (real 
 unit: ## Only the tests that need no control plane
 	$(GO) test -count=1 ./internal/... ./cmd/...
 
+bench: tools ## Scale harness (not part of make test): cold start, change latency, RSS, CPU, API traffic; see docs/benchmarks.md
+	$(GO) run ./bench -scenario all -out docs/bench-results.json $(BENCH_FLAGS)
+.PHONY: bench
+
 manifests: ## Generate the monitoring.coreos.com CRDs into config/crd
 	@rm -rf config/crd && mkdir -p config/crd
 	$$($(GO) run ./hack/tools controller-gen | cut -f2) crd:crdVersions=v1 \

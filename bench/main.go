@@ -1,0 +1,161 @@
+// Command bench is Lookout's scale harness (`make bench`). It starts a local
+// control plane (etcd + kube-apiserver, no kube-controller-manager: no pods
+// are needed), fills it with monitors and unrelated noise, then starts the
+// operator binary as its own process and measures its cold start, the
+// latency of one ServiceMonitor change, its memory, CPU and API traffic, and
+// whether it stays silent while nothing changes.
+//
+//	go run ./bench -scenario all -out docs/bench-results.json
+//
+// The results are printed as a markdown table, written as JSON (-out,
+// merged by scenario with the results already there) and rendered into the
+// "Scale harness (make bench)" section of docs/benchmarks.md (-doc).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lookout-operator/lookout/internal/controlplane"
+)
+
+type flags struct {
+	scenario string
+	out      string
+	doc      string
+	idle     time.Duration
+	changes  int
+	workers  int
+	keep     bool
+	report   bool
+}
+
+func main() {
+	var f flags
+	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2 or all")
+	flag.StringVar(&f.out, "out", "docs/bench-results.json", "JSON results (merged by scenario); empty: do not write")
+	flag.StringVar(&f.doc, "doc", "docs/benchmarks.md", "markdown file whose \"Scale harness (make bench)\" section is rewritten; empty: do not write")
+	flag.DurationVar(&f.idle, "idle", 10*time.Minute, "idle window after the changes, in which the operator should write nothing")
+	flag.IntVar(&f.changes, "changes", 200, "sequential ServiceMonitor creations timed in S1")
+	flag.IntVar(&f.workers, "workers", 32, "goroutines creating the setup objects")
+	flag.BoolVar(&f.keep, "keep-logs", true, "keep the operator logs under _output/bench")
+	flag.BoolVar(&f.report, "report-only", false, "run nothing: print the table from -out and rewrite the -doc section")
+	flag.Parse()
+	if err := run(f); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(f flags) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var scenarios []scenario
+	switch f.scenario {
+	case "s1":
+		scenarios = []scenario{scenarioS1()}
+	case "s2":
+		scenarios = []scenario{scenarioS2()}
+	case "all":
+		scenarios = []scenario{scenarioS2(), scenarioS1()}
+	default:
+		return fmt.Errorf("-scenario: want s1, s2 or all, got %q", f.scenario)
+	}
+
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return err
+	}
+	outDir := filepath.Join(root, "_output", "bench")
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	commit := gitOutput(root, "rev-parse", "HEAD")
+	if gitOutput(root, "status", "--porcelain", "--untracked-files=no") != "" {
+		commit += "-dirty"
+	}
+
+	bin := filepath.Join(outDir, "bin", "lookout")
+	if !f.report {
+		logf("building lookout")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lookout")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./cmd/lookout: %v\n%s", err, out)
+		}
+	}
+
+	var results []Result
+	if f.report {
+		scenarios = nil
+	}
+	for _, sc := range scenarios {
+		dir := filepath.Join(outDir, sc.Name)
+		_ = os.RemoveAll(dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		r, err := runScenario(ctx, sc, f, root, bin, dir)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		r.Commit, r.Date = commit, time.Now().UTC().Format(time.RFC3339)
+		results = append(results, r)
+		if !f.keep {
+			_ = os.RemoveAll(dir)
+		}
+	}
+
+	all := results
+	if f.out != "" {
+		path := absPath(root, f.out)
+		all, err = mergeJSON(path, results)
+		if err != nil {
+			return err
+		}
+		logf("wrote %s", path)
+	}
+	table := markdownTable(all)
+	fmt.Println()
+	fmt.Println(table)
+	if f.doc != "" {
+		path := absPath(root, f.doc)
+		if err := writeDocSection(path, all); err != nil {
+			return err
+		}
+		logf("updated %s", path)
+	}
+	return nil
+}
+
+func absPath(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}
+
+func gitOutput(dir string, args ...string) string {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+var benchStart = time.Now()
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%7.1fs] %s\n", time.Since(benchStart).Seconds(), fmt.Sprintf(format, args...))
+}

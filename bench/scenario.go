@@ -1,0 +1,555 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/controlplane"
+	"github.com/lookout-operator/lookout/internal/devenv"
+	"github.com/lookout-operator/lookout/internal/scheme"
+)
+
+// scenario is one cluster shape.
+type scenario struct {
+	Name, Description string
+	// Namespaces to create; monitors and noise are spread over them.
+	Namespaces []string
+	// Prometheuses as "ns/name"; allNamespaces: select monitors in every
+	// namespace (serviceMonitorNamespaceSelector {}), else only its own.
+	Prometheuses  []string
+	allNamespaces bool
+	// Monitors per namespace in Namespaces.
+	MonitorsPerNamespace int
+	// Noise: unrelated Secrets (BigSecrets of them ~1 MiB) and ConfigMaps.
+	Secrets, BigSecrets, ConfigMaps int
+	// Changes: sequential ServiceMonitor creations timed (0: none).
+	Changes bool
+	// expected maps a monitor's namespace to the Prometheus that selects it.
+	expected func(ns string) (promNs, promName string)
+}
+
+func scenarioS1() scenario {
+	ns := make([]string, 500)
+	for i := range ns {
+		ns[i] = fmt.Sprintf("app-%03d", i)
+	}
+	return scenario{
+		Name:                 "s1",
+		Description:          "1 Prometheus, 5,000 ServiceMonitors in 500 namespaces; noise: 20,000 Secrets (200 of ~1 MiB), 10,000 ConfigMaps",
+		Namespaces:           ns,
+		Prometheuses:         []string{"monitoring/main"},
+		allNamespaces:        true,
+		MonitorsPerNamespace: 10,
+		Secrets:              20000,
+		BigSecrets:           200,
+		ConfigMaps:           10000,
+		Changes:              true,
+		expected:             func(string) (string, string) { return "monitoring", "main" },
+	}
+}
+
+func scenarioS2() scenario {
+	ns := make([]string, 50)
+	proms := make([]string, 50)
+	for i := range ns {
+		ns[i] = fmt.Sprintf("team-%02d", i)
+		proms[i] = ns[i] + "/prom"
+	}
+	return scenario{
+		Name:                 "s2",
+		Description:          "50 Prometheus objects, each selecting the 100 ServiceMonitors of its own namespace; no noise",
+		Namespaces:           ns,
+		Prometheuses:         proms,
+		MonitorsPerNamespace: 100,
+		expected:             func(ns string) (string, string) { return ns, "prom" },
+	}
+}
+
+// Result is what one scenario measured. Durations are seconds unless the
+// name says otherwise; memory is MiB.
+type Result struct {
+	Scenario    string `json:"scenario"`
+	Description string `json:"description"`
+	Commit      string `json:"commit"`
+	Date        string `json:"date"`
+	CPUs        int    `json:"cpus"`
+
+	SetupObjects int     `json:"setupObjects"`
+	SetupSeconds float64 `json:"setupSeconds"`
+
+	// From `lookout operator` being started.
+	ReadySeconds       float64            `json:"readySeconds"`
+	ConfigSeconds      float64            `json:"configSeconds"`
+	BindingsSeconds    float64            `json:"bindingsSeconds"`
+	ColdStartSeconds   float64            `json:"coldStartSeconds"`
+	ConfigSecrets      int                `json:"configSecrets"`
+	ConvergeCPUSeconds float64            `json:"convergeCPUSeconds"`
+	ConvergeRequests   map[string]float64 `json:"convergeRequestsByMethod"`
+	ConvergeWrites     float64            `json:"convergeWrites"`
+	ConvergedRSSMiB    float64            `json:"convergedRSSMiB"`
+	ConvergeReconciles float64            `json:"convergeReconciles"`
+
+	ChangeSamples       int     `json:"changeSamples,omitempty"`
+	ChangeP50Ms         float64 `json:"changeP50Ms,omitempty"`
+	ChangeP99Ms         float64 `json:"changeP99Ms,omitempty"`
+	ChangeMaxMs         float64 `json:"changeMaxMs,omitempty"`
+	ReconcilesPerChange float64 `json:"reconcilesPerChange,omitempty"`
+	ChangeCPUSecondsPer float64 `json:"changeCPUSecondsPerChange,omitempty"`
+
+	IdleSeconds      float64            `json:"idleSeconds"`
+	IdleCPUSeconds   float64            `json:"idleCPUSeconds"`
+	IdleRequests     map[string]float64 `json:"idleRequestsByMethod"`
+	IdleWrites       float64            `json:"idleWrites"`
+	IdleWritesByRes  map[string]float64 `json:"idleWritesByResource"`
+	IdleNonLeaseWrts float64            `json:"idleWritesExceptLeases"`
+
+	PeakRSSMiB   float64 `json:"peakRSSMiB"`
+	SteadyRSSMiB float64 `json:"steadyRSSMiB"`
+}
+
+func runScenario(ctx context.Context, sc scenario, f flags, root, bin, dir string) (res Result, err error) {
+	res = Result{Scenario: sc.Name, Description: sc.Description, CPUs: numCPU()}
+	logf("%s: starting the control plane", sc.Name)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		KubeconfigPath:           kubeconfig,
+		WithoutControllerManager: true,
+		CRDDir:                   filepath.Join(root, "config", "crd"),
+		Log:                      os.Stderr,
+		ReadyTimeout:             2 * time.Minute,
+	})
+	if err != nil {
+		return res, err
+	}
+	defer cp.Stop()
+
+	cfg := rest.CopyConfig(cp.RESTConfig)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	cfg.Timeout = 2 * time.Minute
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return res, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return res, err
+	}
+
+	// Setup, before the operator runs.
+	start := time.Now()
+	n, err := setup(ctx, c, sc, f.workers)
+	if err != nil {
+		return res, err
+	}
+	res.SetupObjects, res.SetupSeconds = n, time.Since(start).Seconds()
+	logf("%s: created %d objects in %.1fs", sc.Name, n, res.SetupSeconds)
+
+	watchCtx, cancelWatches := context.WithCancel(ctx)
+	defer cancelWatches()
+	configs, err := watchConfigs(watchCtx, cs)
+	if err != nil {
+		return res, err
+	}
+	bindings, err := watchBindings(watchCtx, c, sc.expected)
+	if err != nil {
+		return res, err
+	}
+	monitors := len(sc.Namespaces) * sc.MonitorsPerNamespace
+	perProm := map[string]int{}
+	for _, ns := range sc.Namespaces {
+		pns, pname := sc.expected(ns)
+		perProm[pns+"/"+pname] += sc.MonitorsPerNamespace
+	}
+
+	// Cold start.
+	metricsPort, err := devenv.FreePort()
+	if err != nil {
+		return res, err
+	}
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	logf("%s: starting the operator (log %s)", sc.Name, filepath.Join(dir, "operator.log"))
+	start = time.Now()
+	op, err := devenv.StartOperator(ctx, bin, kubeconfig, filepath.Join(dir, "operator.log"),
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort))
+	if err != nil {
+		return res, err
+	}
+	defer op.Stop()
+	res.ReadySeconds = time.Since(start).Seconds()
+	pid, err := findPID(bin)
+	if err != nil {
+		return res, err
+	}
+	// Peak RSS may be reached between samples; VmHWM keeps it anyway.
+	if _, err := scrapeURL(ctx, metricsURL); err != nil {
+		return res, fmt.Errorf("the operator's metrics (is the later --metrics-bind-address honoured?): %w", err)
+	}
+
+	configAt, err := configs.waitUntil(ctx, 20*time.Minute, fmt.Sprintf("the config Secrets hold all %d jobs", monitors), func() bool {
+		for prom, want := range perProm {
+			if configs.jobs(prom) != want {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return res, err
+	}
+	res.ConfigSeconds = configAt.Sub(start).Seconds()
+	logf("%s: config complete after %.1fs", sc.Name, res.ConfigSeconds)
+	bindingsAt, err := bindings.waitUntil(ctx, 20*time.Minute, fmt.Sprintf("all %d monitors are Accepted", monitors), func() bool {
+		return bindings.count == monitors
+	})
+	if err != nil {
+		return res, err
+	}
+	res.BindingsSeconds = bindingsAt.Sub(start).Seconds()
+	res.ColdStartSeconds = max(res.ConfigSeconds, res.BindingsSeconds)
+	logf("%s: bindings complete after %.1fs; converged after %.1fs", sc.Name, res.BindingsSeconds, res.ColdStartSeconds)
+	for prom := range perProm {
+		res.ConfigSecrets += configs.pieces(prom)
+	}
+
+	// What convergence cost, counted from the process start.
+	ps, err := readProc(pid)
+	if err != nil {
+		return res, err
+	}
+	m, err := scrapeURL(ctx, metricsURL)
+	if err != nil {
+		return res, err
+	}
+	res.ConvergeCPUSeconds, res.ConvergedRSSMiB = ps.cpuSeconds, mib(ps.rssKiB)
+	res.ConvergeRequests = m.by("rest_client_requests_total", "method", nil)
+	res.ConvergeWrites = writes(res.ConvergeRequests)
+	res.ConvergeReconciles = m.sum("controller_runtime_reconcile_total", map[string]string{"controller": "prometheus"})
+
+	if sc.Changes {
+		if err := measureChanges(ctx, c, sc, f.changes, configs, metricsURL, pid, &res); err != nil {
+			return res, err
+		}
+	}
+
+	// Idle window: nothing changes; the operator should write nothing.
+	if err := waitIdle(ctx, metricsURL); err != nil {
+		return res, err
+	}
+	logf("%s: idle window of %v", sc.Name, f.idle)
+	m0, err := scrapeURL(ctx, metricsURL)
+	if err != nil {
+		return res, err
+	}
+	a0, err := scrapeAPIServer(ctx, cs)
+	if err != nil {
+		return res, err
+	}
+	p0, err := readProc(pid)
+	if err != nil {
+		return res, err
+	}
+	select {
+	case <-time.After(f.idle):
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	m1, err := scrapeURL(ctx, metricsURL)
+	if err != nil {
+		return res, err
+	}
+	a1, err := scrapeAPIServer(ctx, cs)
+	if err != nil {
+		return res, err
+	}
+	p1, err := readProc(pid)
+	if err != nil {
+		return res, err
+	}
+	res.IdleSeconds = p1.at.Sub(p0.at).Seconds()
+	res.IdleCPUSeconds = p1.cpuSeconds - p0.cpuSeconds
+	res.IdleRequests = delta(m0.by("rest_client_requests_total", "method", nil), m1.by("rest_client_requests_total", "method", nil))
+	res.IdleWrites = writes(res.IdleRequests)
+	// The apiserver's view, by resource: which writes they were. Nothing
+	// else talks to this apiserver in the window (no controller manager;
+	// the harness only reads /metrics), so leases are the operator's
+	// leader-election renewals and the apiserver's own identity lease.
+	isWriteSeries := func(l map[string]string) bool { return isWrite(l["verb"]) }
+	res.IdleWritesByRes = delta(a0.by("apiserver_request_total", "resource", isWriteSeries), a1.by("apiserver_request_total", "resource", isWriteSeries))
+	for r, v := range res.IdleWritesByRes {
+		if r != "leases" {
+			res.IdleNonLeaseWrts += v
+		}
+	}
+	res.PeakRSSMiB, res.SteadyRSSMiB = mib(p1.hwmKiB), mib(p1.rssKiB)
+	logf("%s: idle: %v operator requests, apiserver writes by resource %v", sc.Name, res.IdleRequests, res.IdleWritesByRes)
+	cancelWatches()
+	op.Stop()
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		return res, fmt.Errorf("operator pid %d still running after Stop", pid)
+	}
+	return res, nil
+}
+
+// measureChanges creates monitors one after the other, each when the
+// prometheus controller is idle, and times create → a config Secret
+// delivered by the watch holds the new job.
+func measureChanges(ctx context.Context, c client.Client, sc scenario, n int, configs *configWatch, metricsURL string, pid int, res *Result) error {
+	if err := waitIdle(ctx, metricsURL); err != nil {
+		return err
+	}
+	m0, err := scrapeURL(ctx, metricsURL)
+	if err != nil {
+		return err
+	}
+	p0, err := readProc(pid)
+	if err != nil {
+		return err
+	}
+	pns, pname := sc.expected(sc.Namespaces[0])
+	prom := pns + "/" + pname
+	lat := make([]time.Duration, 0, n)
+	logf("%s: timing %d ServiceMonitor creations", sc.Name, n)
+	for i := range n {
+		if err := waitIdle(ctx, metricsURL); err != nil {
+			return err
+		}
+		ns, name := sc.Namespaces[i%len(sc.Namespaces)], fmt.Sprintf("new-%04d", i)
+		job := jobPrefix + ns + "/" + name + "/0\n"
+		begin := time.Now()
+		if err := c.Create(ctx, newServiceMonitor(ns, name)); err != nil {
+			return fmt.Errorf("create ServiceMonitor %s/%s: %w", ns, name, err)
+		}
+		at, err := configs.waitUntil(ctx, 2*time.Minute, "the config holds "+strings.TrimSpace(job), func() bool {
+			return configs.has(prom, job)
+		})
+		if err != nil {
+			return err
+		}
+		lat = append(lat, at.Sub(begin))
+		if (i+1)%50 == 0 {
+			logf("%s: %d/%d changes, last %v", sc.Name, i+1, n, at.Sub(begin).Round(time.Millisecond))
+		}
+	}
+	if err := waitIdle(ctx, metricsURL); err != nil {
+		return err
+	}
+	m1, err := scrapeURL(ctx, metricsURL)
+	if err != nil {
+		return err
+	}
+	p1, err := readProc(pid)
+	if err != nil {
+		return err
+	}
+	match := map[string]string{"controller": "prometheus"}
+	res.ReconcilesPerChange = (m1.sum("controller_runtime_reconcile_total", match) - m0.sum("controller_runtime_reconcile_total", match)) / float64(n)
+	res.ChangeCPUSecondsPer = (p1.cpuSeconds - p0.cpuSeconds) / float64(n)
+	slices.Sort(lat)
+	res.ChangeSamples = len(lat)
+	res.ChangeP50Ms = ms(percentile(lat, 0.50))
+	res.ChangeP99Ms = ms(percentile(lat, 0.99))
+	res.ChangeMaxMs = ms(lat[len(lat)-1])
+	logf("%s: change latency p50 %.0fms p99 %.0fms max %.0fms, %.2f reconciles per change",
+		sc.Name, res.ChangeP50Ms, res.ChangeP99Ms, res.ChangeMaxMs, res.ReconcilesPerChange)
+	return nil
+}
+
+// waitIdle waits until the prometheus controller has nothing queued and no
+// reconcile running, reading the operator's own metrics.
+func waitIdle(ctx context.Context, metricsURL string) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	match := map[string]string{"controller": "prometheus"}
+	for {
+		m, err := scrapeURL(ctx, metricsURL)
+		if err != nil {
+			return err
+		}
+		if m.sum("workqueue_depth", match)+m.sum("controller_runtime_active_workers", match) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the prometheus controller is still busy after 5 minutes")
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// percentile is the nearest-rank percentile of sorted samples.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	rank := int(math.Ceil(p * float64(len(sorted))))
+	return sorted[max(rank, 1)-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func newServiceMonitor(ns, name string) *monitoringv1.ServiceMonitor {
+	return &monitoringv1.ServiceMonitor{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"team": "a"}},
+		Spec: monitoringv1.ServiceMonitorSpec{
+			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Endpoints: []monitoringv1.Endpoint{{Port: "metrics"}},
+		},
+	}
+}
+
+func newPrometheus(key string, allNamespaces bool) *monitoringv1.Prometheus {
+	ns, name, _ := strings.Cut(key, "/")
+	p := &monitoringv1.Prometheus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: monitoringv1.PrometheusSpec{CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
+			ServiceMonitorSelector: &metav1.LabelSelector{},
+		}},
+	}
+	if allNamespaces {
+		p.Spec.ServiceMonitorNamespaceSelector = &metav1.LabelSelector{}
+	}
+	return p
+}
+
+// setup creates the namespaces, then the Prometheus objects, monitors and
+// noise from many goroutines. It returns how many objects it created.
+func setup(ctx context.Context, c client.Client, sc scenario, workers int) (int, error) {
+	nsSet := map[string]bool{}
+	for _, ns := range sc.Namespaces {
+		nsSet[ns] = true
+	}
+	for _, p := range sc.Prometheuses {
+		ns, _, _ := strings.Cut(p, "/")
+		nsSet[ns] = true
+	}
+	namespaces := make([]string, 0, len(nsSet))
+	for ns := range nsSet {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	var total int
+	n, err := createMany(ctx, c, len(namespaces), workers, func(i int) client.Object {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaces[i]}}
+	})
+	total += n
+	if err != nil {
+		return total, err
+	}
+	nns := len(sc.Namespaces)
+	builders := []struct {
+		n     int
+		build func(i int) client.Object
+	}{
+		{len(sc.Prometheuses), func(i int) client.Object { return newPrometheus(sc.Prometheuses[i], sc.allNamespaces) }},
+		{nns * sc.MonitorsPerNamespace, func(i int) client.Object {
+			return newServiceMonitor(sc.Namespaces[i%nns], fmt.Sprintf("sm-%03d", i/nns))
+		}},
+		{sc.Secrets, func(i int) client.Object {
+			s := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: sc.Namespaces[i%nns], Name: fmt.Sprintf("noise-%05d", i)},
+				Data:       map[string][]byte{"password": []byte(fmt.Sprintf("secret-%d", i))},
+			}
+			if sc.Secrets > 0 && i%(sc.Secrets/max(sc.BigSecrets, 1)) == 0 && sc.BigSecrets > 0 {
+				// Like a Helm release Secret: ~1 MiB of incompressible data.
+				release := make([]byte, 1000*1000)
+				_, _ = rand.Read(release)
+				s.Name = fmt.Sprintf("sh.helm.release.v1.noise-%05d.v1", i)
+				s.Type = "helm.sh/release.v1"
+				s.Labels = map[string]string{"owner": "helm", "name": fmt.Sprintf("noise-%05d", i)}
+				s.Data = map[string][]byte{"release": release}
+			}
+			return s
+		}},
+		{sc.ConfigMaps, func(i int) client.Object {
+			return &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: sc.Namespaces[i%nns], Name: fmt.Sprintf("noise-%05d", i)},
+				Data:       map[string]string{"app.properties": strings.Repeat(fmt.Sprintf("key%d=value\n", i), 20)},
+			}
+		}},
+	}
+	for _, b := range builders {
+		n, err := createMany(ctx, c, b.n, workers, b.build)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// createMany creates build(0..n-1) from workers goroutines, retrying
+// transient errors of an overloaded apiserver.
+func createMany(ctx context.Context, c client.Client, n, workers int, build func(i int) client.Object) (int, error) {
+	var (
+		next    atomic.Int64
+		created atomic.Int64
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		first   error
+	)
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				obj := build(i)
+				var err error
+				for attempt := 0; attempt < 10; attempt++ {
+					err = c.Create(ctx, obj)
+					if err == nil || apierrors.IsAlreadyExists(err) {
+						err = nil
+						break
+					}
+					if !transient(err) {
+						break
+					}
+					obj.SetResourceVersion("")
+					time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+				}
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("create %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+					}
+					mu.Unlock()
+					next.Store(int64(n))
+					return
+				}
+				created.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return int(created.Load()), first
+}
+
+func transient(err error) bool {
+	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func numCPU() int { return runtime.NumCPU() }
