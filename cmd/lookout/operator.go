@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -122,17 +121,10 @@ func runOperator(o operatorOptions) error {
 		leNamespace = "default"
 	}
 
-	cacheOpts := cache.Options{
-		// Nobody reads managedFields from the cache; dropping them roughly
-		// halves the memory held per object.
-		DefaultTransform: cache.TransformStripManagedFields(),
+	for i := range o.namespaces {
+		o.namespaces[i] = strings.TrimSpace(o.namespaces[i])
 	}
-	if len(o.namespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range o.namespaces {
-			cacheOpts.DefaultNamespaces[strings.TrimSpace(ns)] = cache.Config{}
-		}
-	}
+	cacheOpts := controller.CacheOptions(o.namespaces)
 
 	o.wh.Namespace = leNamespace
 	o.wh.FailurePolicy = admissionregistrationv1.FailurePolicyType(o.whFailurePolicy)

@@ -9,7 +9,6 @@ import (
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,10 +39,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Client: mgr.GetClient(),
 			Live:   mgr.GetAPIReader(),
 			Scheme: mgr.GetScheme(),
-			Cached: map[schema.GroupKind]bool{
-				{Group: "apps", Kind: "StatefulSet"}: true,
-				{Kind: "Service"}:                    true,
-			},
+			Cached: cachedKinds,
 		},
 	}
 	return r.SetupWithManager(mgr)
