@@ -135,9 +135,9 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, nil
 }
 
-// writeBindings updates status.bindings on every ServiceMonitor and
-// PrometheusRule: an entry for each selected one, none on the others. nil
-// verdicts remove this Prometheus's entries everywhere.
+// writeBindings updates status.bindings on every ServiceMonitor, PodMonitor,
+// Probe, ScrapeConfig and PrometheusRule: an entry for each selected one,
+// none on the others. nil verdicts remove this Prometheus's entries everywhere.
 func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv1.Prometheus, verdicts []scrape.Verdict) error {
 	byKind := map[string]map[string]verdict{}
 	for _, v := range verdicts {
