@@ -3,7 +3,6 @@ package webhook
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/lookout-operator/lookout/internal/render/scrape"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -338,14 +339,6 @@ func validateBodySizeLimit(path *field.Path, limit *monitoringv1.ByteSize) field
 	return nil
 }
 
-// relabelActions are the actions Prometheus knows, in its spelling; the CRD
-// also allows CamelCase (HashMod), the same action once lowercased.
-var relabelActions = []relabel.Action{
-	relabel.Replace, relabel.Keep, relabel.Drop, relabel.KeepEqual, relabel.DropEqual,
-	relabel.HashMod, relabel.LabelMap, relabel.LabelDrop, relabel.LabelKeep,
-	relabel.Lowercase, relabel.Uppercase,
-}
-
 // actionsNeedingTarget write their result to targetLabel.
 var actionsNeedingTarget = []relabel.Action{
 	relabel.Replace, relabel.HashMod, relabel.Lowercase, relabel.Uppercase, relabel.KeepEqual, relabel.DropEqual,
@@ -368,9 +361,10 @@ func validateRelabelConfig(path *field.Path, rc *monitoringv1.RelabelConfig) fie
 	if action == "" {
 		action = relabel.Replace
 	}
-	if !slices.Contains(relabelActions, action) {
-		supported := make([]string, len(relabelActions))
-		for i, a := range relabelActions {
+	// The same list the controller's renderer checks against.
+	if !slices.Contains(scrape.RelabelActions, action) {
+		supported := make([]string, len(scrape.RelabelActions))
+		for i, a := range scrape.RelabelActions {
 			supported[i] = string(a)
 		}
 		return field.ErrorList{field.NotSupported(path.Child("action"), rc.Action, supported)}
@@ -425,9 +419,7 @@ func validateRelabelConfig(path *field.Path, rc *monitoringv1.RelabelConfig) fie
 // compiles the expression inside an anchored group; the error for the
 // expression as written is the one the user can act on.
 func regexError(expr string, err error) string {
-	if _, rawErr := regexp.Compile(expr); rawErr != nil {
-		err = rawErr
-	}
+	err = scrape.RegexCause(expr, err)
 	var se *syntax.Error
 	if errors.As(err, &se) {
 		return fmt.Sprintf("not a valid regular expression: %s: `%s`", se.Code, se.Expr)

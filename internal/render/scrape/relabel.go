@@ -12,16 +12,17 @@ import (
 	"github.com/prometheus/prometheus/model/relabel"
 )
 
-// relabelActions are the actions Prometheus accepts, spelled as it writes them. The CRD also
-// allows CamelCase spellings; they are lowercased before the lookup.
-var relabelActions = []relabel.Action{
+// RelabelActions are the actions Prometheus accepts, spelled as it writes them. The CRD also
+// allows CamelCase spellings; they are lowercased before the lookup. The admission webhook
+// checks against the same list.
+var RelabelActions = []relabel.Action{
 	relabel.Replace, relabel.Keep, relabel.Drop, relabel.KeepEqual, relabel.DropEqual,
 	relabel.HashMod, relabel.LabelMap, relabel.LabelDrop, relabel.LabelKeep,
 	relabel.Lowercase, relabel.Uppercase,
 }
 
 func knownAction(a string) bool {
-	for _, known := range relabelActions {
+	for _, known := range RelabelActions {
 		if a == string(known) {
 			return true
 		}
@@ -30,8 +31,8 @@ func knownAction(a string) bool {
 }
 
 func actionList() string {
-	names := make([]string, len(relabelActions))
-	for i, a := range relabelActions {
+	names := make([]string, len(RelabelActions))
+	for i, a := range RelabelActions {
 		names[i] = string(a)
 	}
 	return strings.Join(names, ", ")
@@ -105,13 +106,19 @@ func (g *generator) userRelabeling(field string, rc *monitoringv1.RelabelConfig)
 	return r, nil
 }
 
-// regexError describes a regex Prometheus cannot compile. Prometheus compiles the expression
-// wrapped in an anchored group; the error for the expression as written is the one the user
-// can act on.
-func regexError(expr string, err error) string {
+// RegexCause returns the error of a regex Prometheus cannot compile as the user can act on it:
+// Prometheus compiles the expression wrapped in an anchored group, so its own error may point
+// at the wrapper rather than at what was written.
+func RegexCause(expr string, err error) error {
 	if _, rawErr := regexp.Compile(expr); rawErr != nil {
-		err = rawErr
+		return rawErr
 	}
+	return err
+}
+
+// regexError describes a regex Prometheus cannot compile.
+func regexError(expr string, err error) string {
+	err = RegexCause(expr, err)
 	var se *syntax.Error
 	if errors.As(err, &se) {
 		return fmt.Sprintf("error parsing regexp: %s: %q", se.Code, se.Expr)
