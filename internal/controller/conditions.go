@@ -17,6 +17,9 @@ const (
 	ReasonReconcileSucceeded = "ReconcileSucceeded"
 	// ReasonApplyFailed: the apiserver refused a write; retried with backoff.
 	ReasonApplyFailed = "ApplyFailed"
+	// ReasonReadFailed: reading the inputs (monitors, Secrets, ConfigMaps,
+	// ServiceAccount) failed; retried with backoff.
+	ReasonReadFailed = "ReadFailed"
 	// ReasonPaused: spec.paused is true; nothing is changed.
 	ReasonPaused = "Paused"
 	// ReasonAllReplicasAvailable: Available=True.

@@ -118,7 +118,7 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		st.reconcileErr = &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}
+		st.reconcileErr = &render.SpecError{Reason: ReasonReadFailed, Message: err.Error()}
 		return ctrl.Result{}, err
 	}
 	r.reportVerdicts(p, desired.Verdicts, selected)

@@ -48,7 +48,9 @@ type Desired struct {
 	Objects []client.Object
 	// Verdicts, one per selected monitor.
 	Verdicts []scrape.Verdict
-	// Config is the uncompressed prometheus.yaml.
+	// Config is the whole uncompressed prometheus.yaml, before any split into
+	// pieces (what `lookout render -o config` prints; the config Secret holds
+	// the same bytes unless the config was split).
 	Config []byte
 }
 
