@@ -32,7 +32,7 @@ var explainKinds = map[string]explainKind{
 		newObj:   func() client.Object { return &monitoringv1.ServiceMonitor{} },
 		selector: selection.ServiceMonitors,
 		produced: func(obj client.Object, d *render.Desired) []string {
-			return jobsWithPrefix(string(d.Config), "serviceMonitor/"+obj.GetNamespace()+"/"+obj.GetName()+"/")
+			return jobsWithPrefix(string(d.Config()), "serviceMonitor/"+obj.GetNamespace()+"/"+obj.GetName()+"/")
 		},
 	},
 	"podmonitor": {
@@ -40,7 +40,7 @@ var explainKinds = map[string]explainKind{
 		newObj:   func() client.Object { return &monitoringv1.PodMonitor{} },
 		selector: selection.PodMonitors,
 		produced: func(obj client.Object, d *render.Desired) []string {
-			return jobsWithPrefix(string(d.Config), "podMonitor/"+obj.GetNamespace()+"/"+obj.GetName()+"/")
+			return jobsWithPrefix(string(d.Config()), "podMonitor/"+obj.GetNamespace()+"/"+obj.GetName()+"/")
 		},
 	},
 	"probe": {
@@ -48,7 +48,7 @@ var explainKinds = map[string]explainKind{
 		newObj:   func() client.Object { return &monitoringv1.Probe{} },
 		selector: selection.Probes,
 		produced: func(obj client.Object, d *render.Desired) []string {
-			return jobsWithPrefix(string(d.Config), "probe/"+obj.GetNamespace()+"/"+obj.GetName())
+			return jobsWithPrefix(string(d.Config()), "probe/"+obj.GetNamespace()+"/"+obj.GetName())
 		},
 	},
 	"scrapeconfig": {
@@ -56,7 +56,7 @@ var explainKinds = map[string]explainKind{
 		newObj:   func() client.Object { return &monitoringv1alpha1.ScrapeConfig{} },
 		selector: selection.ScrapeConfigs,
 		produced: func(obj client.Object, d *render.Desired) []string {
-			return jobsWithPrefix(string(d.Config), "scrapeConfig/"+obj.GetNamespace()+"/"+obj.GetName())
+			return jobsWithPrefix(string(d.Config()), "scrapeConfig/"+obj.GetNamespace()+"/"+obj.GetName())
 		},
 	},
 	"prometheusrule": {

@@ -64,7 +64,7 @@ func Render(ctx context.Context, o RenderOptions, out, errOut io.Writer) error {
 		}
 		switch o.Output {
 		case OutputConfig:
-			_, err = out.Write(d.Config)
+			_, err = out.Write(d.Config())
 		case OutputRules:
 			err = writeRules(out, d)
 		case OutputVerdicts:

@@ -50,6 +50,23 @@ type PrometheusReconciler struct {
 
 	mu       sync.Mutex
 	verdicts map[types.NamespacedName]map[string]scrape.Verdict // last verdicts, for Events on change only
+	caches   map[types.NamespacedName]*render.Cache             // what each Prometheus's renders carry over
+}
+
+// renderCache is the render cache of one Prometheus. Reconciles of one key
+// never overlap, so the cache itself needs no lock.
+func (r *PrometheusReconciler) renderCache(key types.NamespacedName) *render.Cache {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.caches == nil {
+		r.caches = map[types.NamespacedName]*render.Cache{}
+	}
+	c := r.caches[key]
+	if c == nil {
+		c = render.NewCache()
+		r.caches[key] = c
+	}
+	return c
 }
 
 // Kinds the reconciler prunes in the Prometheus's namespace (owner-referenced).
@@ -135,62 +152,6 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, nil
 }
 
-// writeBindings updates status.bindings on every ServiceMonitor, PodMonitor,
-// Probe, ScrapeConfig and PrometheusRule: an entry for each selected one,
-// none on the others. nil verdicts remove this Prometheus's entries everywhere.
-func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv1.Prometheus, verdicts []scrape.Verdict) error {
-	byKind := map[string]map[string]verdict{}
-	for _, v := range verdicts {
-		if byKind[v.Kind] == nil {
-			byKind[v.Kind] = map[string]verdict{}
-		}
-		byKind[v.Kind][v.Namespace+"/"+v.Name] = verdict{Accepted: v.Accepted, Reason: v.Reason, Message: v.Message, Generation: v.Generation}
-	}
-	var errs []error
-	for kind, list := range map[string]func() ([]boundObject, error){
-		monitoringv1.ServiceMonitorsKind: func() ([]boundObject, error) {
-			var l monitoringv1.ServiceMonitorList
-			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1.ServiceMonitor) boundObject { return serviceMonitor{o} })
-		},
-		monitoringv1.PodMonitorsKind: func() ([]boundObject, error) {
-			var l monitoringv1.PodMonitorList
-			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1.PodMonitor) boundObject { return podMonitor{o} })
-		},
-		monitoringv1.ProbesKind: func() ([]boundObject, error) {
-			var l monitoringv1.ProbeList
-			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1.Probe) boundObject { return probe{o} })
-		},
-		monitoringv1alpha1.ScrapeConfigsKind: func() ([]boundObject, error) {
-			var l monitoringv1alpha1.ScrapeConfigList
-			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1alpha1.ScrapeConfig) boundObject { return scrapeConfig{o} })
-		},
-		monitoringv1.PrometheusRuleKind: func() ([]boundObject, error) {
-			var l monitoringv1.PrometheusRuleList
-			return wrap(r.Client.List(ctx, &l), l.Items, func(o *monitoringv1.PrometheusRule) boundObject { return prometheusRule{o} })
-		},
-	} {
-		objs, err := list()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		errs = append(errs, r.syncBindings(ctx, p, objs, byKind[kind]))
-	}
-	return errors.Join(errs...)
-}
-
-// wrap turns listed items into boundObjects.
-func wrap[T any](err error, items []T, f func(*T) boundObject) ([]boundObject, error) {
-	if err != nil {
-		return nil, err
-	}
-	out := make([]boundObject, 0, len(items))
-	for i := range items {
-		out = append(out, f(&items[i]))
-	}
-	return out, nil
-}
-
 // render gathers and renders; it also returns the selected objects keyed
 // "<Kind>/<namespace>/<name>", for Events.
 func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prometheus) (*render.Desired, map[string]client.Object, error) {
@@ -200,6 +161,7 @@ func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prome
 	}
 	r.refs.set(client.ObjectKeyFromObject(p), g.Refs)
 	g.Inputs.ReloaderImage = r.Options.ReloaderImage
+	g.Inputs.Cache = r.renderCache(client.ObjectKeyFromObject(p))
 	selected := map[string]client.Object{}
 	add := func(kind string, o client.Object) { selected[kind+"/"+o.GetNamespace()+"/"+o.GetName()] = o }
 	for _, o := range g.Inputs.ServiceMonitors {
@@ -297,6 +259,7 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 	r.refs.set(key, nil)
 	r.mu.Lock()
 	delete(r.verdicts, key)
+	delete(r.caches, key)
 	r.mu.Unlock()
 }
 

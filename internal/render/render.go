@@ -40,7 +40,21 @@ type Inputs struct {
 	ServiceAccountExists bool
 	// ReloaderImage is the image of the config-reloader sidecar.
 	ReloaderImage string
+	// Cache, when given, carries work over from the previous render of the
+	// same Prometheus; the output is the same without it.
+	Cache *Cache
 }
+
+// Cache is what one Prometheus's renders carry from one to the next: each
+// monitor's rendered and validated jobs (see scrape.Cache) and the compressed
+// config pieces. Not safe for concurrent use: one per Prometheus.
+type Cache struct {
+	Scrape *scrape.Cache
+	pieces pieceCache
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache { return &Cache{Scrape: scrape.NewCache()} }
 
 // Desired is the rendered state of one Prometheus.
 type Desired struct {
@@ -48,11 +62,13 @@ type Desired struct {
 	Objects []client.Object
 	// Verdicts, one per selected monitor.
 	Verdicts []scrape.Verdict
-	// Config is the whole uncompressed prometheus.yaml, before any split into
-	// pieces (what `lookout render -o config` prints; the config Secret holds
-	// the same bytes unless the config was split).
-	Config []byte
+	scrape *scrape.Result
 }
+
+// Config is the whole uncompressed prometheus.yaml, before any split into
+// pieces (what `lookout render -o config` prints; the config Secret holds the
+// same bytes unless the config was split). Assembled on each call.
+func (d *Desired) Config() []byte { return d.scrape.Config() }
 
 // SpecError means the Prometheus spec itself cannot be rendered; the user
 // must fix it. Nothing is applied, so what is running stays as it is.
@@ -80,6 +96,11 @@ func Prometheus(in Inputs) (*Desired, error) {
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidRules", Message: err.Error()}
 	}
+	var scrapeCache *scrape.Cache
+	var pieces *pieceCache
+	if in.Cache != nil {
+		scrapeCache, pieces = in.Cache.Scrape, &in.Cache.pieces
+	}
 	res, err := scrape.Generate(scrape.Input{
 		Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes,
 		ScrapeConfigs: in.ScrapeConfigs, Secrets: in.Secrets, ConfigMaps: in.ConfigMaps,
@@ -87,6 +108,7 @@ func Prometheus(in Inputs) (*Desired, error) {
 		// Always present, so the first rule needs no config change: the
 		// reloader sees the new file and reloads.
 		RuleFiles: prometheus.RuleFilesGlobs(p.Name),
+		Cache:     scrapeCache,
 	})
 	var additional *scrape.AdditionalConfigError
 	if errors.As(err, &additional) {
@@ -99,20 +121,15 @@ func Prometheus(in Inputs) (*Desired, error) {
 	for _, v := range ruleRes.Verdicts {
 		verdicts = append(verdicts, scrape.Verdict(v))
 	}
-	gz, err := Gzip(res.Config)
-	if err != nil {
-		return nil, err
-	}
-	// No 1 MiB ceiling: a config too large for one Secret loads its jobs
+	// No 1 MiB ceiling, and small writes: a large config loads its jobs
 	// from pieces, each in a Secret of its own.
-	mainConfig, pieces, err := split(res.Config, gz)
+	mainConfig, pieceGz, err := split(res, pieces)
 	if err != nil {
 		return nil, &SpecError{Reason: "ConfigTooLarge", Message: err.Error()}
 	}
-	if pieces != nil {
-		if gz, err = Gzip(mainConfig); err != nil {
-			return nil, err
-		}
+	gz, err := Gzip(mainConfig)
+	if err != nil {
+		return nil, err
 	}
 	objs, err := prometheus.Objects(p, prometheus.Options{
 		ConfigGzip:           gz,
@@ -122,18 +139,20 @@ func Prometheus(in Inputs) (*Desired, error) {
 		ServiceAccountExists: in.ServiceAccountExists,
 		ReloaderImage:        in.ReloaderImage,
 		RuleConfigMaps:       ruleRes.ConfigMaps,
-		ConfigPieces:         pieces,
+		ConfigPieces:         pieceGz,
 	})
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidSpec", Message: fmt.Sprintf("render objects: %v", err)}
 	}
-	return &Desired{Objects: objs, Verdicts: verdicts, Config: res.Config}, nil
+	return &Desired{Objects: objs, Verdicts: verdicts, scrape: res}, nil
 }
 
-// Gzip compresses deterministically: no name, no modification time.
+// Gzip compresses deterministically: no name, no modification time. The
+// default level: on generated configs it compresses as well as the best one
+// at about 60% of the time.
 func Gzip(b []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}

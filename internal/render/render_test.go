@@ -31,8 +31,8 @@ func TestTheWholeRenderedConfigLoadsAndRulesLandInTheirConfigMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := config.Load(string(d.Config), nil); err != nil {
-		t.Fatalf("Prometheus refuses the rendered config: %v\n%s", err, d.Config)
+	if _, err := config.Load(string(d.Config()), nil); err != nil {
+		t.Fatalf("Prometheus refuses the rendered config: %v\n%s", err, d.Config())
 	}
 	var secret *corev1.Secret
 	var rulesCM *corev1.ConfigMap
@@ -52,7 +52,7 @@ func TestTheWholeRenderedConfigLoadsAndRulesLandInTheirConfigMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := io.ReadAll(zr); !bytes.Equal(b, d.Config) {
+	if b, _ := io.ReadAll(zr); !bytes.Equal(b, d.Config()) {
 		t.Error("the config Secret does not hold the rendered config")
 	}
 	if rulesCM == nil || rulesCM.Data["mon-good-g.yaml"] == "" || rulesCM.Data["mon-bad-b.yaml"] != "" {

@@ -3,67 +3,118 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/lookout-operator/lookout/internal/render/prometheus"
+	"github.com/lookout-operator/lookout/internal/render/scrape"
 )
 
 // MaxSecretDataBytes is how much gzipped configuration one Secret may carry:
 // the API refuses objects over 1 MiB, and metadata needs room too.
 const MaxSecretDataBytes = 768 * 1024
 
-const jobItemPrefix = "- job_name: "
+// SplitThreshold is the uncompressed size above which the scrape jobs leave
+// the main config for piece Secrets. It is far below what one Secret could
+// hold: the point is that a change among thousands of monitors rewrites,
+// compresses and ships one small piece, not the whole configuration.
+const SplitThreshold = 256 * 1024
 
-// split turns a config whose gzip does not fit in one Secret into a main
-// config that loads the scrape jobs from files (scrape_config_files) and
-// gzipped pieces that each fit. The jobs are cut at their top-level list
-// items, which the scrape generator writes as "- job_name: " at column 0.
-// Pieces are filled in job order, so the same config always splits the same
-// way. It returns nil pieces when the config fits as it is.
-func split(config []byte, gz []byte) (main []byte, pieces [][]byte, err error) {
-	if len(gz) <= MaxSecretDataBytes {
-		return config, nil, nil
+const emptyScrapeConfigs = "scrape_configs: []\n"
+
+// split decides where the scrape jobs go. A config up to SplitThreshold stays
+// whole (main = whole, no pieces). A larger one keeps its head (global,
+// rule_files) in the main config, which loads the jobs with
+// scrape_config_files from ConfigPieceSlots pieces, gzipped, one Secret each.
+//
+// Each group (one monitor's jobs, or the additional scrape configs) goes to
+// the piece its key hashes to. So the split depends on nothing but the input
+// (`lookout render` gives the same pieces as the controller), and a change to
+// one monitor changes exactly one piece: adding or removing a monitor never
+// moves the others. The price is that the jobs are no longer in one sorted
+// list across the files; Prometheus gives job order no meaning, and the
+// whole config (Desired.Config, `lookout render -o config`) keeps the order.
+// Should a piece not fit a Secret, the groups are packed in order instead,
+// as many per piece as fit.
+func split(res *scrape.Result, c *pieceCache) (main []byte, pieces [][]byte, err error) {
+	if res.Size <= SplitThreshold {
+		return res.Config(), nil, nil
 	}
-	head, jobs, tail, err := cutJobs(config)
+	slots := make([][][]byte, prometheus.ConfigPieceSlots)
+	for _, g := range res.Groups {
+		i := pieceOf(g.Key)
+		slots[i] = append(slots[i], g.YAML)
+	}
+	pieces = make([][]byte, len(slots))
+	fits := true
+	for i, items := range slots {
+		if pieces[i], err = c.piece(i, items); err != nil {
+			return nil, nil, err
+		}
+		fits = fits && len(pieces[i]) <= MaxSecretDataBytes
+	}
+	if !fits {
+		c.reset()
+		if pieces, err = pack(res.Groups, res.Size); err != nil {
+			return nil, nil, err
+		}
+	}
+	main = append(append([]byte{}, res.Head...), "scrape_config_files:\n- "+prometheus.ConfigPiecesGlob+"\n"...)
+	return main, pieces, nil
+}
+
+// pieceOf is the piece a group goes to.
+func pieceOf(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % prometheus.ConfigPieceSlots)
+}
+
+// pack fills pieces with groups in order, each piece up to about half of what
+// a Secret holds once gzipped, halving any that still does not fit.
+func pack(groups []scrape.Group, size int) ([][]byte, error) {
+	var all [][]byte
+	for _, g := range groups {
+		all = append(all, g.YAML)
+	}
+	gz, err := Gzip(bytes.Join(all, nil))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	// Pack jobs into chunks of a size that compresses to about half of the
-	// budget, then halve any chunk that still does not fit.
-	ratio := float64(len(config)) / float64(len(gz))
+	ratio := float64(size) / float64(max(len(gz), 1))
 	target := int(ratio * MaxSecretDataBytes / 2)
 	var chunks [][][]byte
 	var cur [][]byte
-	size := 0
-	for _, j := range jobs {
-		if size+len(j) > target && len(cur) > 0 {
+	n := 0
+	for _, y := range all {
+		if n+len(y) > target && len(cur) > 0 {
 			chunks = append(chunks, cur)
-			cur, size = nil, 0
+			cur, n = nil, 0
 		}
-		cur = append(cur, j)
-		size += len(j)
+		cur = append(cur, y)
+		n += len(y)
 	}
 	if len(cur) > 0 {
 		chunks = append(chunks, cur)
 	}
-	for _, c := range chunks {
-		ps, err := compressChunk(c)
+	var pieces [][]byte
+	for _, ch := range chunks {
+		ps, err := compressChunk(ch)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		pieces = append(pieces, ps...)
 	}
 	if len(pieces) > prometheus.ConfigPieceSlots {
-		return nil, nil, fmt.Errorf("the configuration needs %d Secrets of %d KiB gzipped, more than the %d the pod mounts",
+		return nil, fmt.Errorf("the configuration needs %d Secrets of %d KiB gzipped, more than the %d the pod mounts",
 			len(pieces), MaxSecretDataBytes/1024, prometheus.ConfigPieceSlots)
 	}
-	main = append(append(append([]byte{}, head...), "scrape_config_files:\n- "+prometheus.ConfigPiecesGlob+"\n"...), tail...)
-	return main, pieces, nil
+	return pieces, nil
 }
 
-// compressChunk gzips one chunk of jobs as a scrape_configs document,
+// compressChunk gzips one chunk of groups as a scrape_configs document,
 // halving it until every part fits.
-func compressChunk(jobs [][]byte) ([][]byte, error) {
-	doc := append([]byte("scrape_configs:\n"), bytes.Join(jobs, nil)...)
+func compressChunk(groups [][]byte) ([][]byte, error) {
+	doc := append([]byte("scrape_configs:\n"), bytes.Join(groups, nil)...)
 	gz, err := Gzip(doc)
 	if err != nil {
 		return nil, err
@@ -71,57 +122,79 @@ func compressChunk(jobs [][]byte) ([][]byte, error) {
 	if len(gz) <= MaxSecretDataBytes {
 		return [][]byte{gz}, nil
 	}
-	if len(jobs) == 1 {
-		return nil, fmt.Errorf("one scrape job is %d bytes gzipped, more than a Secret can hold", len(gz))
+	if len(groups) == 1 {
+		return nil, fmt.Errorf("the jobs of one monitor are %d bytes gzipped, more than a Secret can hold", len(gz))
 	}
-	a, err := compressChunk(jobs[:len(jobs)/2])
+	a, err := compressChunk(groups[:len(groups)/2])
 	if err != nil {
 		return nil, err
 	}
-	b, err := compressChunk(jobs[len(jobs)/2:])
+	b, err := compressChunk(groups[len(groups)/2:])
 	if err != nil {
 		return nil, err
 	}
 	return append(a, b...), nil
 }
 
-// cutJobs splits a rendered config into what comes before scrape_configs,
-// the job items, and what follows them.
-func cutJobs(config []byte) (head []byte, jobs [][]byte, tail []byte, err error) {
-	start := bytes.Index(config, []byte("\nscrape_configs:\n"))
-	if start < 0 {
-		return nil, nil, nil, fmt.Errorf("split config: no scrape_configs section")
-	}
-	head = config[:start+1]
-	rest := config[start+len("\nscrape_configs:\n"):]
-	for len(rest) > 0 {
-		if !bytes.HasPrefix(rest, []byte(jobItemPrefix)) {
-			if rest[0] == ' ' || rest[0] == '-' {
-				return nil, nil, nil, fmt.Errorf("split config: unexpected line %q", firstLine(rest))
-			}
-			return head, jobs, rest, nil // the next top-level key
-		}
-		end := len(rest)
-		for i := 0; i < len(rest); {
-			nl := bytes.IndexByte(rest[i:], '\n')
-			if nl < 0 {
-				break
-			}
-			i += nl + 1
-			if i < len(rest) && rest[i] != ' ' {
-				end = i
-				break
-			}
-		}
-		jobs = append(jobs, rest[:end])
-		rest = rest[end:]
-	}
-	return head, jobs, nil, nil
+// pieceCache remembers the items and the gzip of every piece slot, so that
+// only the pieces that changed are assembled and compressed again. The items
+// are the groups' own slices (held by the scrape cache anyway), so an
+// unchanged piece is recognised without copying or hashing its bytes. A nil
+// pieceCache compresses every piece.
+type pieceCache struct {
+	items [][][]byte
+	gz    [][]byte
 }
 
-func firstLine(b []byte) string {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		return string(b[:i])
+func (c *pieceCache) piece(i int, items [][]byte) ([]byte, error) {
+	if c != nil && i < len(c.items) && c.gz[i] != nil && sameItems(c.items[i], items) {
+		return c.gz[i], nil
 	}
-	return string(b)
+	doc := []byte(emptyScrapeConfigs)
+	if len(items) > 0 {
+		n := len("scrape_configs:\n")
+		for _, it := range items {
+			n += len(it)
+		}
+		doc = append(make([]byte, 0, n), "scrape_configs:\n"...)
+		for _, it := range items {
+			doc = append(doc, it...)
+		}
+	}
+	gz, err := Gzip(doc)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		if len(c.items) < prometheus.ConfigPieceSlots {
+			c.items = make([][][]byte, prometheus.ConfigPieceSlots)
+			c.gz = make([][]byte, prometheus.ConfigPieceSlots)
+		}
+		c.items[i], c.gz[i] = items, gz
+	}
+	return gz, nil
+}
+
+func sameItems(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		if len(a[i]) > 0 && &a[i][0] == &b[i][0] {
+			continue
+		}
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *pieceCache) reset() {
+	if c != nil {
+		c.items, c.gz = nil, nil
+	}
 }

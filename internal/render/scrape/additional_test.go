@@ -53,7 +53,7 @@ func TestGenerateAppendsAdditionalScrapeConfigsAsGiven(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	cfg := mustLoad(t, res.Config)
+	cfg := mustLoad(t, res.Config())
 	var names []string
 	for _, sc := range cfg.ScrapeConfigs {
 		names = append(names, sc.JobName)
@@ -66,7 +66,7 @@ func TestGenerateAppendsAdditionalScrapeConfigsAsGiven(t *testing.T) {
 	var doc struct {
 		ScrapeConfigs []yaml.MapSlice `yaml:"scrape_configs"`
 	}
-	if err := yaml.Unmarshal(res.Config, &doc); err != nil {
+	if err := yaml.Unmarshal(res.Config(), &doc); err != nil {
 		t.Fatal(err)
 	}
 	var given []yaml.MapSlice
@@ -99,8 +99,8 @@ func TestGenerateWithoutAdditionalScrapeConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: Generate: %v", raw, err)
 		}
-		if !bytes.Equal(res.Config, want.Config) {
-			t.Errorf("%q changes the config:\n%s", raw, res.Config)
+		if !bytes.Equal(res.Config(), want.Config()) {
+			t.Errorf("%q changes the config:\n%s", raw, res.Config())
 		}
 	}
 
@@ -108,8 +108,8 @@ func TestGenerateWithoutAdditionalScrapeConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	if cfg := mustLoad(t, res.Config); len(cfg.ScrapeConfigs) != 1 || cfg.ScrapeConfigs[0].JobName != "only" {
-		t.Errorf("config = %s", res.Config)
+	if cfg := mustLoad(t, res.Config()); len(cfg.ScrapeConfigs) != 1 || cfg.ScrapeConfigs[0].JobName != "only" {
+		t.Errorf("config = %s", res.Config())
 	}
 }
 
@@ -124,8 +124,8 @@ func TestGenerateShipsAdditionalDiscoveryItCannotCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	if !strings.Contains(string(res.Config), "ec2_sd_configs:\n  - region: eu-west-1\n    port: 9100\n") {
-		t.Errorf("the EC2 discovery was not shipped:\n%s", res.Config)
+	if !strings.Contains(string(res.Config()), "ec2_sd_configs:\n  - region: eu-west-1\n    port: 9100\n") {
+		t.Errorf("the EC2 discovery was not shipped:\n%s", res.Config())
 	}
 	// A misspelt key is no discovery mechanism Prometheus knows: still refused.
 	_, err = Generate(withAdditional(newInput(newPrometheus(), nil), "- job_name: ec3\n  ec3_sd_configs: []\n"))
@@ -205,7 +205,7 @@ func TestGenerateRefusesBadAdditionalScrapeConfigs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Generate(tc.in)
 			if err == nil {
-				t.Fatalf("Generate succeeded:\n%s", res.Config)
+				t.Fatalf("Generate succeeded:\n%s", res.Config())
 			}
 			ae, ok := err.(*AdditionalConfigError)
 			if !ok {
@@ -242,7 +242,7 @@ func TestGenerateRejectsABadMonitorAndKeepsAdditionalScrapeConfigs(t *testing.T)
 		t.Errorf("verdicts = %+v", res.Verdicts)
 	}
 	var names []string
-	for _, sc := range mustLoad(t, res.Config).ScrapeConfigs {
+	for _, sc := range mustLoad(t, res.Config()).ScrapeConfigs {
 		names = append(names, sc.JobName)
 	}
 	if want := []string{"serviceMonitor/default/good/0", "extra"}; !slices.Equal(names, want) {

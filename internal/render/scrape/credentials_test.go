@@ -150,7 +150,7 @@ func TestGenerateCredentialVerdicts(t *testing.T) {
 		return monitors(newServiceMonitor("default", "app", opts...))
 	}
 	job := func(t *testing.T, res *Result) *scrapeJob {
-		return jobNamed(t, parse(t, res.Config), "serviceMonitor/default/app/0")
+		return jobNamed(t, parse(t, res.Config()), "serviceMonitor/default/app/0")
 	}
 
 	tests := []verdictCase{
@@ -347,7 +347,7 @@ func TestInlinedTLSMaterialBuildsAClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	cfg := mustLoad(t, res.Config)
+	cfg := mustLoad(t, res.Config())
 	if len(cfg.ScrapeConfigs) != 1 {
 		t.Fatalf("got %d jobs", len(cfg.ScrapeConfigs))
 	}

@@ -165,7 +165,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	mustLoad(t, want.Config)
+	mustLoad(t, want.Config())
 	kinds := map[string]int{}
 	for _, v := range want.Verdicts {
 		kinds[v.Kind]++
@@ -182,7 +182,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatalf("shuffle %d: Generate: %v", i, err)
 		}
-		if !bytes.Equal(got.Config, want.Config) {
+		if !bytes.Equal(got.Config(), want.Config()) {
 			t.Fatalf("shuffle %d: config differs from the unshuffled one", i)
 		}
 		if !reflect.DeepEqual(got.Verdicts, want.Verdicts) {
@@ -257,11 +257,11 @@ func TestAssembledConfigIsOneDocument(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	again, err := yaml.Marshal(parse(t, res.Config))
+	again, err := yaml.Marshal(parse(t, res.Config()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(again, res.Config) {
-		t.Errorf("assembled config differs from a single marshal:\n--- assembled\n%s\n--- single\n%s", res.Config, again)
+	if !bytes.Equal(again, res.Config()) {
+		t.Errorf("assembled config differs from a single marshal:\n--- assembled\n%s\n--- single\n%s", res.Config(), again)
 	}
 }

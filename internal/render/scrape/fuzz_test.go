@@ -154,7 +154,7 @@ func FuzzGenerate(f *testing.F) {
 				t.Errorf("the good %s was rejected: %s", v.Kind, v.Message)
 			}
 		}
-		cfg := mustLoad(t, res.Config)
+		cfg := mustLoad(t, res.Config())
 		for _, prefix := range []string{"serviceMonitor/fuzz/good/", "podMonitor/fuzz/good/", "probe/fuzz/good", "scrapeConfig/fuzz/good"} {
 			if !slices.ContainsFunc(cfg.ScrapeConfigs, func(sc *config.ScrapeConfig) bool { return strings.HasPrefix(sc.JobName, prefix) }) {
 				t.Errorf("the good monitor's job %s... is missing", prefix)
@@ -183,9 +183,9 @@ func FuzzAdditionalScrapeConfigs(f *testing.F) {
 			}
 			return
 		}
-		cfg := loadIgnoringUnlinkedSD(t, res.Config)
+		cfg := loadIgnoringUnlinkedSD(t, res.Config())
 		if len(cfg.ScrapeConfigs) == 0 || cfg.ScrapeConfigs[0].JobName != "serviceMonitor/fuzz/good/0" || !res.Verdicts[0].Accepted {
-			t.Fatalf("the good monitor's job is missing:\n%s", res.Config)
+			t.Fatalf("the good monitor's job is missing:\n%s", res.Config())
 		}
 	})
 }

@@ -36,7 +36,7 @@ func runVerdictCases(t *testing.T, tests []verdictCase) {
 			if err != nil {
 				t.Fatalf("Generate: %v", err)
 			}
-			mustLoad(t, res.Config)
+			mustLoad(t, res.Config())
 			if len(res.Verdicts) != len(tc.want) {
 				t.Fatalf("got %d verdicts, want %d: %+v", len(res.Verdicts), len(tc.want), res.Verdicts)
 			}
@@ -80,7 +80,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			in:   newInput(newPrometheus(), monitors(newServiceMonitor("default", "app"))),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				jobNamed(t, parse(t, res.Config), "serviceMonitor/default/app/0")
+				jobNamed(t, parse(t, res.Config()), "serviceMonitor/default/app/0")
 			},
 		},
 		{
@@ -108,7 +108,7 @@ func TestGenerateVerdicts(t *testing.T) {
 				{key: "team-b/zeta"},
 			},
 			check: func(t *testing.T, res *Result) {
-				d := parse(t, res.Config)
+				d := parse(t, res.Config())
 				var names []string
 				for _, j := range d.ScrapeConfigs {
 					names = append(names, j.JobName)
@@ -140,7 +140,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			)))),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "serviceMonitor/default/app/0")
+				j := jobNamed(t, parse(t, res.Config()), "serviceMonitor/default/app/0")
 				var got []string
 				for _, r := range j.RelabelConfigs {
 					if r.Action == "labeldrop" || r.Action == "keepequal" || (r.Action == "hashmod" && r.TargetLabel == "__tmp_mine") {
@@ -218,7 +218,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			), creds),
 			want: []wantVerdict{{key: "default/basic"}, {key: "default/bearer"}},
 			check: func(t *testing.T, res *Result) {
-				d := parse(t, res.Config)
+				d := parse(t, res.Config())
 				if ba := jobNamed(t, d, "serviceMonitor/default/basic/0").BasicAuth; ba == nil || ba.Username != "alice" || ba.Password != "s3cret" {
 					t.Errorf("basic_auth = %+v", ba)
 				}
@@ -294,7 +294,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			}))))), creds),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				o := jobNamed(t, parse(t, res.Config), "serviceMonitor/default/app/0").OAuth2
+				o := jobNamed(t, parse(t, res.Config()), "serviceMonitor/default/app/0").OAuth2
 				if o == nil || o.ClientID != "alice" || o.ClientSecret != "s3cret" || o.TokenURL != "https://auth.example.com/token" {
 					t.Errorf("oauth2 = %+v", o)
 				}
@@ -356,7 +356,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			in:   newInput(newPrometheus(), monitors(newServiceMonitor("apps", "empty", withEndpoints()))),
 			want: []wantVerdict{{key: "apps/empty"}},
 			check: func(t *testing.T, res *Result) {
-				if d := parse(t, res.Config); len(d.ScrapeConfigs) != 0 || len(res.Namespaces) != 0 {
+				if d := parse(t, res.Config()); len(d.ScrapeConfigs) != 0 || len(res.Namespaces) != 0 {
 					t.Errorf("jobs %d namespaces %v", len(d.ScrapeConfigs), res.Namespaces)
 				}
 			},
@@ -367,7 +367,7 @@ func TestGenerateVerdicts(t *testing.T) {
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "from-file"}, StringData: map[string]string{"token": "abc"}}),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				if a := jobNamed(t, parse(t, res.Config), "serviceMonitor/default/app/0").Authorization; a == nil || a.Credentials != "abc" {
+				if a := jobNamed(t, parse(t, res.Config()), "serviceMonitor/default/app/0").Authorization; a == nil || a.Credentials != "abc" {
 					t.Errorf("authorization = %+v", a)
 				}
 			},
@@ -409,7 +409,7 @@ func TestGenerateVerdicts(t *testing.T) {
 				if !slices.Equal(res.Namespaces, []string{"apps", "db", "web"}) || res.AllNamespaces {
 					t.Errorf("namespaces = %v, all = %v", res.Namespaces, res.AllNamespaces)
 				}
-				sd := jobNamed(t, parse(t, res.Config), "serviceMonitor/apps/listed/0").KubernetesSDConfigs[0]
+				sd := jobNamed(t, parse(t, res.Config()), "serviceMonitor/apps/listed/0").KubernetesSDConfigs[0]
 				if !slices.Equal(sd.Namespaces.Names, []string{"web", "db"}) {
 					t.Errorf("sd namespaces = %v", sd.Namespaces.Names)
 				}
@@ -423,7 +423,7 @@ func TestGenerateVerdicts(t *testing.T) {
 				if !res.AllNamespaces || len(res.Namespaces) != 0 {
 					t.Errorf("namespaces = %v, all = %v", res.Namespaces, res.AllNamespaces)
 				}
-				if sd := jobNamed(t, parse(t, res.Config), "serviceMonitor/apps/any/0").KubernetesSDConfigs[0]; sd.Namespaces != nil {
+				if sd := jobNamed(t, parse(t, res.Config()), "serviceMonitor/apps/any/0").KubernetesSDConfigs[0]; sd.Namespaces != nil {
 					t.Errorf("sd namespaces = %+v, want none", sd.Namespaces)
 				}
 			},
@@ -436,7 +436,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			)),
 			want: []wantVerdict{{key: "default/inherits"}, {key: "default/overrides"}},
 			check: func(t *testing.T, res *Result) {
-				d := parse(t, res.Config)
+				d := parse(t, res.Config())
 				inh := jobNamed(t, d, "serviceMonitor/default/inherits/0")
 				if inh.KubernetesSDConfigs[0].Role != "endpointslice" || inh.RelabelConfigs[2].SourceLabels[0] != "__meta_kubernetes_endpointslice_port_name" {
 					t.Errorf("inheriting job: role %q, port rule %+v", inh.KubernetesSDConfigs[0].Role, inh.RelabelConfigs[2])
@@ -467,8 +467,8 @@ func TestGenerateVerdicts(t *testing.T) {
 			)),
 			want: []wantVerdict{{key: "default/over"}, {key: "default/under"}, {key: "default/unset"}},
 			check: func(t *testing.T, res *Result) {
-				d := parse(t, res.Config)
-				loaded := mustLoad(t, res.Config)
+				d := parse(t, res.Config())
+				loaded := mustLoad(t, res.Config())
 				for i, c := range []struct {
 					job           string
 					sample, tgt   uint64
@@ -501,7 +501,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			})))))),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "serviceMonitor/default/app/0")
+				j := jobNamed(t, parse(t, res.Config()), "serviceMonitor/default/app/0")
 				if j.HonorLabels || j.HonorTimestamps == nil || *j.HonorTimestamps {
 					t.Errorf("honor_labels %v honor_timestamps %v", j.HonorLabels, j.HonorTimestamps)
 				}
@@ -515,7 +515,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			})), monitors(newServiceMonitor("infra", "app"), newServiceMonitor("team", "app"))),
 			want: []wantVerdict{{key: "infra/app"}, {key: "team/app"}},
 			check: func(t *testing.T, res *Result) {
-				d := parse(t, res.Config)
+				d := parse(t, res.Config())
 				if j := jobNamed(t, d, "serviceMonitor/infra/app/0"); len(j.MetricRelabelConfigs) != 0 {
 					t.Errorf("excluded monitor got metric relabelings %+v", j.MetricRelabelConfigs)
 				}
@@ -530,7 +530,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			in:   newInput(newPrometheus(), nil),
 			want: nil,
 			check: func(t *testing.T, res *Result) {
-				if d := parse(t, res.Config); len(d.ScrapeConfigs) != 0 || len(res.Namespaces) != 0 {
+				if d := parse(t, res.Config()); len(d.ScrapeConfigs) != 0 || len(res.Namespaces) != 0 {
 					t.Errorf("jobs %d namespaces %v", len(d.ScrapeConfigs), res.Namespaces)
 				}
 			},
@@ -591,7 +591,7 @@ func TestGenerateRefusesAnInvalidPrometheus(t *testing.T) {
 			tc.in.ServiceMonitors = monitors(newServiceMonitor("default", "app"))
 			res, err := Generate(tc.in)
 			if err == nil {
-				t.Fatalf("Generate succeeded, want an error containing %q:\n%s", tc.wantErr, res.Config)
+				t.Fatalf("Generate succeeded, want an error containing %q:\n%s", tc.wantErr, res.Config())
 			}
 			if !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("error %q does not contain %q", err, tc.wantErr)

@@ -86,6 +86,8 @@ type generator struct {
 	prom       *monitoringv1.Prometheus
 	secrets    map[string]*corev1.Secret
 	configMaps map[string]*corev1.ConfigMap
+	// reads collects the Secrets and ConfigMaps the monitor being built reads, for the Cache.
+	reads *[]string
 
 	global         *globalConfig
 	globalYAML     []byte // "global:" and its section, the start of every document

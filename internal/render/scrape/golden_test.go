@@ -273,7 +273,7 @@ func TestGolden(t *testing.T) {
 				if err := os.MkdirAll("testdata", 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(path, res.Config, 0o644); err != nil {
+				if err := os.WriteFile(path, res.Config(), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -281,8 +281,8 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read golden file (run with -update to create it): %v", err)
 			}
-			if !bytes.Equal(res.Config, want) {
-				t.Errorf("config differs from %s (run with -update to accept):\n--- got\n%s", path, res.Config)
+			if !bytes.Equal(res.Config(), want) {
+				t.Errorf("config differs from %s (run with -update to accept):\n--- got\n%s", path, res.Config())
 			}
 			// The file on disk, not only the fresh output, must be something Prometheus loads.
 			mustLoad(t, want)

@@ -20,6 +20,7 @@ func (g *generator) secretValue(ns, field string, sel *corev1.SecretKeySelector)
 		return "", reject(ReasonInvalidConfig, "%s: the Secret key is empty", field)
 	}
 	optional := sel.Optional != nil && *sel.Optional
+	g.track('S', ns+"/"+sel.Name)
 	s := g.secrets[ns+"/"+sel.Name]
 	if s == nil {
 		if optional {
@@ -50,6 +51,7 @@ func (g *generator) configMapValue(ns, field string, sel *corev1.ConfigMapKeySel
 		return "", reject(ReasonInvalidConfig, "%s: the ConfigMap key is empty", field)
 	}
 	optional := sel.Optional != nil && *sel.Optional
+	g.track('C', ns+"/"+sel.Name)
 	cm := g.configMaps[ns+"/"+sel.Name]
 	if cm == nil {
 		if optional {

@@ -42,7 +42,7 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			in:   in(pm()),
 			want: []wantVerdict{{kind: "PodMonitor", key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "podMonitor/default/app/0")
+				j := jobNamed(t, parse(t, res.Config()), "podMonitor/default/app/0")
 				sd := j.KubernetesSDConfigs[0]
 				if sd.Role != "pod" || sd.Namespaces == nil || !slices.Equal(sd.Namespaces.Names, []string{"default"}) {
 					t.Errorf("kubernetes_sd_configs = %+v", sd)
@@ -101,7 +101,7 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			)), nil, creds),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				d := parse(t, res.Config)
+				d := parse(t, res.Config())
 				if ba := jobNamed(t, d, "podMonitor/default/app/0").BasicAuth; ba == nil || ba.Username != "alice" || ba.Password != "s3cret" {
 					t.Errorf("basic_auth = %+v", ba)
 				}
@@ -158,7 +158,7 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			))),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				d := parse(t, res.Config)
+				d := parse(t, res.Config())
 				for job, port := range map[string]string{"podMonitor/default/app/0": "9100", "podMonitor/default/app/1": "8080"} {
 					j := jobNamed(t, d, job)
 					if r := relabelRuleOn(j.RelabelConfigs, "__meta_kubernetes_pod_container_port_number"); r == nil || *r.Regex != port {
@@ -177,7 +177,7 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			}))))),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "podMonitor/default/app/0")
+				j := jobNamed(t, parse(t, res.Config()), "podMonitor/default/app/0")
 				if relabelRuleOn(j.RelabelConfigs, "__meta_kubernetes_pod_container_port_number") != nil {
 					t.Error("a portNumber filter was written next to the port filter")
 				}
@@ -188,7 +188,7 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			in:   in(pm(withPodEndpoints(podEndpoint(podPort(""))))),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "podMonitor/default/app/0")
+				j := jobNamed(t, parse(t, res.Config()), "podMonitor/default/app/0")
 				if relabelRuleOn(j.RelabelConfigs, "__meta_kubernetes_pod_container_port_name") != nil ||
 					relabelRuleOn(j.RelabelConfigs, "__meta_kubernetes_pod_container_port_number") != nil {
 					t.Error("a port filter was written")
@@ -255,7 +255,7 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			want: []wantVerdict{{key: "team-a/alpha"}, {key: "team-a/broken", reason: ReasonInvalidPort}, {key: "team-b/zeta"}},
 			check: func(t *testing.T, res *Result) {
 				var names []string
-				for _, j := range parse(t, res.Config).ScrapeConfigs {
+				for _, j := range parse(t, res.Config()).ScrapeConfigs {
 					names = append(names, j.JobName)
 				}
 				if want := []string{"podMonitor/team-a/alpha/0", "podMonitor/team-b/zeta/0"}; !slices.Equal(names, want) {
@@ -306,7 +306,7 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			}))),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "podMonitor/default/app/0")
+				j := jobNamed(t, parse(t, res.Config()), "podMonitor/default/app/0")
 				if s := j.KubernetesSDConfigs[0].Selectors; len(s) != 1 || s[0].Role != "pod" || s[0].Label != "app=app" {
 					t.Errorf("selectors = %+v", s)
 				}
@@ -326,7 +326,7 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			})), nil, pm(), nil),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "podMonitor/default/app/0")
+				j := jobNamed(t, parse(t, res.Config()), "podMonitor/default/app/0")
 				if j.TLSConfig == nil || j.TLSConfig.CAFile != "/etc/mesh/ca.pem" {
 					t.Errorf("tls_config = %+v", j.TLSConfig)
 				}
@@ -346,7 +346,7 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			})), nil, podMonitors(newPodMonitor("infra", "app"), newPodMonitor("team", "app")), nil),
 			want: []wantVerdict{{key: "infra/app"}, {key: "team/app"}},
 			check: func(t *testing.T, res *Result) {
-				d := parse(t, res.Config)
+				d := parse(t, res.Config())
 				if j := jobNamed(t, d, "podMonitor/infra/app/0"); len(j.MetricRelabelConfigs) != 0 || relabelRuleSetting(j.RelabelConfigs, "tenant") != nil {
 					t.Errorf("excluded PodMonitor got the enforced label")
 				}
@@ -371,7 +371,7 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			})), nil),
 			want: []wantVerdict{{key: "default/app"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "podMonitor/default/app/0")
+				j := jobNamed(t, parse(t, res.Config()), "podMonitor/default/app/0")
 				if j.SampleLimit != 1000 || j.BodySizeLimit != "10MiB" || j.KeepDroppedTargets != 5 {
 					t.Errorf("sample_limit %d body_size_limit %q keep_dropped_targets %d", j.SampleLimit, j.BodySizeLimit, j.KeepDroppedTargets)
 				}

@@ -19,7 +19,7 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 			in:   in(probe()),
 			want: []wantVerdict{{kind: "Probe", key: "default/site"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "probe/default/site")
+				j := jobNamed(t, parse(t, res.Config()), "probe/default/site")
 				if len(j.KubernetesSDConfigs) != 0 || len(j.StaticConfigs) != 1 || !slices.Equal(j.StaticConfigs[0].Targets, []string{"https://example.com"}) {
 					t.Errorf("discovery: kubernetes %+v static %+v", j.KubernetesSDConfigs, j.StaticConfigs)
 				}
@@ -96,7 +96,7 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 			})), creds),
 			want: []wantVerdict{{key: "default/site"}},
 			check: func(t *testing.T, res *Result) {
-				if a := jobNamed(t, parse(t, res.Config), "probe/default/site").Authorization; a == nil || a.Type != "Token" || a.Credentials != "t0ken" {
+				if a := jobNamed(t, parse(t, res.Config()), "probe/default/site").Authorization; a == nil || a.Type != "Token" || a.Credentials != "t0ken" {
 					t.Errorf("authorization = %+v", a)
 				}
 			},
@@ -179,7 +179,7 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 			}))),
 			want: []wantVerdict{{key: "default/site"}},
 			check: func(t *testing.T, res *Result) {
-				p := jobNamed(t, parse(t, res.Config), "probe/default/site").Params
+				p := jobNamed(t, parse(t, res.Config()), "probe/default/site").Params
 				if !slices.Equal(p["module"], []string{"http_2xx"}) || !slices.Equal(p["debug"], []string{"true"}) {
 					t.Errorf("params = %v", p)
 				}
@@ -223,7 +223,7 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 			}))),
 			want: []wantVerdict{{key: "default/site"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "probe/default/site")
+				j := jobNamed(t, parse(t, res.Config()), "probe/default/site")
 				if len(j.KubernetesSDConfigs) != 0 || len(j.StaticConfigs) != 1 || res.AllNamespaces {
 					t.Errorf("kubernetes %+v static %+v all namespaces %v", j.KubernetesSDConfigs, j.StaticConfigs, res.AllNamespaces)
 				}
@@ -240,7 +240,7 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 				if !slices.Equal(res.Namespaces, []string{"apps", "web"}) || res.AllNamespaces {
 					t.Errorf("namespaces = %v, all = %v", res.Namespaces, res.AllNamespaces)
 				}
-				sd := jobNamed(t, parse(t, res.Config), "probe/apps/own").KubernetesSDConfigs
+				sd := jobNamed(t, parse(t, res.Config()), "probe/apps/own").KubernetesSDConfigs
 				if len(sd) != 1 || sd[0].Role != "ingress" || !slices.Equal(sd[0].Namespaces.Names, []string{"apps"}) {
 					t.Errorf("kubernetes_sd_configs = %+v", sd)
 				}
@@ -263,7 +263,7 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 			}))),
 			want: []wantVerdict{{key: "default/site"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "probe/default/site")
+				j := jobNamed(t, parse(t, res.Config()), "probe/default/site")
 				if r := relabelRuleSetting(j.RelabelConfigs, "job"); r == nil || *r.Replacement != "blackbox" {
 					t.Errorf("job rule = %+v", r)
 				}
@@ -287,7 +287,7 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 			}))),
 			want: []wantVerdict{{key: "default/site"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "probe/default/site")
+				j := jobNamed(t, parse(t, res.Config()), "probe/default/site")
 				if j.Scheme != "https" || j.MetricsPath != "/custom" || j.Proxy.ProxyURL != "http://proxy.internal:3128" {
 					t.Errorf("scheme %q metrics_path %q proxy_url %q", j.Scheme, j.MetricsPath, j.Proxy.ProxyURL)
 				}
@@ -298,7 +298,7 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 			in:   in(probe(withStaticTargets([]string{"a.example.com"}, map[string]string{"namespace": "shared"}))),
 			want: []wantVerdict{{key: "default/site"}},
 			check: func(t *testing.T, res *Result) {
-				if l := jobNamed(t, parse(t, res.Config), "probe/default/site").StaticConfigs[0].Labels; l["namespace"] != "shared" {
+				if l := jobNamed(t, parse(t, res.Config()), "probe/default/site").StaticConfigs[0].Labels; l["namespace"] != "shared" {
 					t.Errorf("static labels = %v", l)
 				}
 			},
@@ -323,7 +323,7 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 			}))),
 			want: []wantVerdict{{key: "default/site"}},
 			check: func(t *testing.T, res *Result) {
-				j := jobNamed(t, parse(t, res.Config), "probe/default/site")
+				j := jobNamed(t, parse(t, res.Config()), "probe/default/site")
 				if j.SampleLimit != 100 || j.BodySizeLimit != "1MiB" {
 					t.Errorf("sample_limit %d body_size_limit %q", j.SampleLimit, j.BodySizeLimit)
 				}
@@ -348,7 +348,7 @@ func TestGenerateProbeVerdicts(t *testing.T) {
 			})), nil, nil, probe()),
 			want: []wantVerdict{{key: "default/site"}},
 			check: func(t *testing.T, res *Result) {
-				if j := jobNamed(t, parse(t, res.Config), "probe/default/site"); len(j.MetricRelabelConfigs) != 0 {
+				if j := jobNamed(t, parse(t, res.Config()), "probe/default/site"); len(j.MetricRelabelConfigs) != 0 {
 					t.Errorf("metric_relabel_configs = %+v", j.MetricRelabelConfigs)
 				}
 			},
@@ -374,7 +374,7 @@ func TestGenerateOrdersKinds(t *testing.T) {
 		},
 		check: func(t *testing.T, res *Result) {
 			var names []string
-			for _, j := range parse(t, res.Config).ScrapeConfigs {
+			for _, j := range parse(t, res.Config()).ScrapeConfigs {
 				names = append(names, j.JobName)
 			}
 			if want := []string{"serviceMonitor/b/sm/0", "podMonitor/b/pm/0", "probe/b/probe"}; !slices.Equal(names, want) {

@@ -103,7 +103,7 @@ func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	mustLoad(t, res.Config)
+	mustLoad(t, res.Config())
 	for _, v := range res.Verdicts {
 		if !v.Accepted {
 			t.Errorf("%s %s/%s: %s: %s", v.Kind, v.Namespace, v.Name, v.Reason, v.Message)

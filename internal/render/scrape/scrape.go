@@ -10,10 +10,13 @@ package scrape
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
+	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -21,6 +24,7 @@ import (
 	"go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Input is what the generator needs for one Prometheus.
@@ -47,6 +51,9 @@ type Input struct {
 	// Result.Namespaces. When they do not parse or Prometheus refuses them, Generate returns an
 	// *AdditionalConfigError.
 	AdditionalScrapeConfigs []byte
+	// Cache, when given, carries work over from the previous Generate for the same Prometheus;
+	// see Cache. The output is the same without it.
+	Cache *Cache
 }
 
 // Verdict says whether one input object made it into the config.
@@ -62,7 +69,13 @@ type Verdict struct {
 
 // Result is the rendered prometheus.yaml plus what the caller needs to report and to grant.
 type Result struct {
-	Config []byte // the whole prometheus.yaml, deterministic: same input → same bytes
+	// Head is the part of the config before scrape_configs (global, rule_files); Groups are the
+	// items of scrape_configs, one per accepted monitor with jobs plus the additional scrape
+	// configs, in the config's order. Config() puts them together.
+	Head   []byte
+	Groups []Group
+	// Size is the length of Config().
+	Size int
 	// Exactly one per input monitor, sorted by kind (ServiceMonitor, PodMonitor, Probe,
 	// ScrapeConfig), then by namespace/name.
 	Verdicts []Verdict
@@ -138,16 +151,6 @@ func Generate(in Input) (*Result, error) {
 	return res, nil
 }
 
-// candidate is a monitor whose jobs were built and now wait for the loader's word.
-type candidate struct {
-	verdict   int    // index into Result.Verdicts
-	endpoints string // the field listing the monitor's endpoints, one job each; "" for one job per monitor
-	jobs      []*scrapeJob
-	fragment  []byte // the jobs as YAML sequence items, ready to be appended under scrape_configs
-	discovery discovery
-	rejected  bool
-}
-
 // monitor is one input object of any kind, in the order its jobs are written.
 type monitor struct {
 	kind      string
@@ -190,14 +193,24 @@ func generate(in Input) (*Result, error) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	var additional, additionalCheck []byte
-	if extra != nil {
-		additional, additionalCheck = extra.shipped, extra.check
+	cache := in.Cache
+	if cache == nil {
+		cache = NewCache()
 	}
+	if cache.entries == nil {
+		cache.entries = map[string]*cacheEntry{}
+	}
+	if key, ok := generatorKey(g); !ok || key != cache.generator {
+		cache.generator, cache.additional = key, [32]byte{}
+		clear(cache.entries)
+	}
+	cache.Hits, cache.Misses = 0, 0
 
 	monitors := g.monitors(in)
-	res := &Result{Verdicts: make([]Verdict, 0, len(monitors))}
-	candidates := make([]*candidate, 0, len(monitors))
+	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)), Head: g.globalYAML}
+	chosen := make([]*cacheEntry, 0, len(monitors)) // by verdict; nil for duplicates
+	keys := make([]string, 0, len(monitors))
+	var pending []*candidate
 	seen := make(map[string]struct{}, len(monitors))
 
 	for _, m := range monitors {
@@ -207,83 +220,217 @@ func generate(in Input) (*Result, error) {
 			Name:       m.obj.GetName(),
 			Generation: m.obj.GetGeneration(),
 		})
-		v := &res.Verdicts[len(res.Verdicts)-1]
-		key := m.obj.GetNamespace() + "/" + m.obj.GetName()
-		if _, dup := seen[m.kind+"/"+key]; dup {
+		key := m.kind + "/" + m.obj.GetNamespace() + "/" + m.obj.GetName()
+		keys = append(keys, key)
+		if _, dup := seen[key]; dup {
+			v := &res.Verdicts[len(res.Verdicts)-1]
 			v.Reason = ReasonDuplicate
-			v.Message = fmt.Sprintf("%s %s was given more than once; only the first is used", m.kind, key)
+			v.Message = fmt.Sprintf("%s %s/%s was given more than once; only the first is used", m.kind, m.obj.GetNamespace(), m.obj.GetName())
+			chosen = append(chosen, nil)
 			continue
 		}
-		seen[m.kind+"/"+key] = struct{}{}
+		seen[key] = struct{}{}
 
-		jobs, disc, rej := m.jobs()
-		if rej != nil {
-			v.Reason, v.Message = rej.reason, rej.message
+		uid, generation := m.obj.GetUID(), m.obj.GetGeneration()
+		if e := cache.entries[key]; e != nil && e.usable(uid, generation, g) {
+			cache.Hits++
+			chosen = append(chosen, e)
 			continue
 		}
-		fragment, err := marshalJobs(jobs)
+		cache.Misses++
+		e, c, err := g.build(m, uid, generation)
 		if err != nil {
-			return nil, fmt.Errorf("marshal jobs of %s %s: %w", m.kind, key, err)
+			return nil, err
 		}
-		candidates = append(candidates, &candidate{
-			verdict: len(res.Verdicts) - 1, endpoints: m.endpoints, jobs: jobs, fragment: fragment, discovery: disc,
-		})
+		chosen = append(chosen, e)
+		if c != nil {
+			pending = append(pending, c)
+		}
 	}
 
 	// Every monitor's jobs must pass Prometheus's loader on their own. A job's validity depends
-	// only on itself and the global section (and job names being unique), so when the whole
-	// config loads, each monitor's part does too: load the whole once, and only when it fails
-	// find out whose fault it is: the additional jobs', or some monitors', each then loaded
-	// alone.
-	if _, err := config.Load(string(g.assemble(candidates, additionalCheck)), discardLogger); err != nil {
-		if additionalCheck != nil {
-			if _, generatedErr := config.Load(string(g.assemble(candidates, nil)), discardLogger); generatedErr == nil {
-				return nil, g.refused(extra, err)
-			}
+	// only on itself and the global section (and on job names being unique, which they are by
+	// construction: kind, namespace and name are in every name and duplicates are refused
+	// above), so monitors are loaded in batches, and only a batch that fails is loaded monitor
+	// by monitor to find whose fault it is.
+	g.check(pending)
+
+	// Remember what this render used, forget what it no longer needs.
+	for i, e := range chosen {
+		if e != nil && e.cacheable {
+			cache.entries[keys[i]] = e
 		}
-		for _, c := range candidates {
-			if rej := g.loadJobs(c); rej != nil {
-				c.rejected = true
-				v := &res.Verdicts[c.verdict]
-				v.Reason, v.Message = rej.reason, rej.message
-			}
-		}
-		// Each remaining monitor loaded on its own, so this is a bug here, not bad input.
-		if _, err := config.Load(string(g.assemble(candidates, nil)), discardLogger); err != nil {
-			return nil, fmt.Errorf("generated prometheus.yaml does not load (bug): %w", err)
-		}
-		if additionalCheck != nil {
-			if _, err := config.Load(string(g.assemble(candidates, additionalCheck)), discardLogger); err != nil {
-				return nil, g.refused(extra, err)
+	}
+	if len(cache.entries) > len(seen) {
+		for k := range cache.entries {
+			if _, ok := seen[k]; !ok {
+				delete(cache.entries, k)
 			}
 		}
 	}
-	out := g.assemble(candidates, additional)
 
 	namespaces := map[string]struct{}{}
-	for _, c := range candidates {
-		if c.rejected {
+	var names map[string]struct{}
+	if extra != nil {
+		names = map[string]struct{}{}
+	}
+	size := len(g.globalYAML) + len(scrapeConfigsKey)
+	for i, e := range chosen {
+		if e == nil {
 			continue
 		}
-		res.Verdicts[c.verdict].Accepted = true
-		if c.discovery.all {
+		v := &res.Verdicts[i]
+		if e.rej != nil {
+			v.Reason, v.Message = e.rej.reason, e.rej.message
+			continue
+		}
+		v.Accepted = true
+		size += len(e.fragment)
+		if len(e.fragment) > 0 {
+			res.Groups = append(res.Groups, Group{Key: keys[i], YAML: e.fragment})
+		}
+		if e.discovery.all {
 			res.AllNamespaces = true
 		}
-		if c.discovery.nodes {
+		if e.discovery.nodes {
 			res.DiscoverNodes = true
 		}
-		for _, ns := range c.discovery.namespaces {
+		for _, ns := range e.discovery.namespaces {
 			namespaces[ns] = struct{}{}
 		}
+		for _, n := range e.jobNames {
+			if names != nil {
+				names[n] = struct{}{}
+			}
+		}
+	}
+	if extra != nil {
+		if err := g.checkAdditional(cache, extra, names); err != nil {
+			return nil, err
+		}
+		res.Groups = append(res.Groups, Group{Key: AdditionalGroupKey, YAML: extra.shipped})
+		size += len(extra.shipped)
 	}
 	res.Namespaces = sortedKeys(namespaces)
-	res.Config = out
+	res.Size = size
+	if len(res.Groups) == 0 {
+		res.Size += len(emptyScrapeConfigs) - len(scrapeConfigsKey)
+	}
 	return res, nil
+}
+
+// Config is the whole prometheus.yaml, deterministic: same input → same bytes. It is assembled
+// on each call; a caller that only ships pieces of it never pays for the copy.
+func (r *Result) Config() []byte { return assemble(r.Head, r.Groups, r.Size) }
+
+// AdditionalGroupKey is the Group of the additional scrape configs.
+const AdditionalGroupKey = "additionalScrapeConfigs"
+
+// Group is the jobs of one monitor, or the additional scrape configs, as the items of the
+// scrape_configs sequence.
+type Group struct {
+	Key  string // "<kind>/<namespace>/<name>", or AdditionalGroupKey
+	YAML []byte
+}
+
+// candidate is a monitor whose jobs were built and now wait for the loader's word.
+type candidate struct {
+	entry     *cacheEntry
+	endpoints string // the field listing the monitor's endpoints, one job each; "" for one job per monitor
+	jobs      []*scrapeJob
+}
+
+// build renders one monitor. The entry it returns carries the rejection, or the jobs still to be
+// checked by the loader through the candidate.
+func (g *generator) build(m monitor, uid types.UID, generation int64) (*cacheEntry, *candidate, error) {
+	var reads []string
+	g.reads = &reads
+	jobs, disc, rej := m.jobs()
+	g.reads = nil
+
+	e := &cacheEntry{uid: uid, generation: generation, rej: rej, cacheable: uid != "" && generation != 0}
+	sort.Strings(reads)
+	for i, k := range reads {
+		if i > 0 && reads[i-1] == k {
+			continue
+		}
+		v, ok := g.refVersion(k)
+		if !ok {
+			e.cacheable = false
+		}
+		e.refs = append(e.refs, refVersion{key: k, version: v})
+	}
+	if rej != nil {
+		return e, nil, nil
+	}
+	fragment, err := marshalJobs(jobs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("marshal jobs of %s %s/%s: %w", m.kind, m.obj.GetNamespace(), m.obj.GetName(), err)
+	}
+	e.fragment, e.discovery = fragment, disc
+	e.jobNames = make([]string, len(jobs))
+	for i, j := range jobs {
+		e.jobNames[i] = j.JobName
+	}
+	return e, &candidate{entry: e, endpoints: m.endpoints, jobs: jobs}, nil
+}
+
+// checkBatchBytes bounds the YAML loaded at once: big enough that the loader's fixed cost is
+// spread, small enough that the parsed batch (compiled regexes and all) stays a few MiB.
+const checkBatchBytes = 256 << 10
+
+// check loads the candidates' jobs under the global section, in batches, and rejects those the
+// loader refuses.
+func (g *generator) check(pending []*candidate) {
+	for len(pending) > 0 {
+		n, size := 0, 0
+		for n < len(pending) && (n == 0 || size+len(pending[n].entry.fragment) <= checkBatchBytes) {
+			size += len(pending[n].entry.fragment)
+			n++
+		}
+		batch := pending[:n]
+		pending = pending[n:]
+		doc := make([]byte, 0, len(g.globalYAML)+len(scrapeConfigsKey)+size)
+		doc = append(append(doc, g.globalYAML...), scrapeConfigsKey...)
+		for _, c := range batch {
+			doc = append(doc, c.entry.fragment...)
+		}
+		if _, err := config.Load(string(doc), discardLogger); err == nil {
+			continue
+		}
+		for _, c := range batch {
+			if rej := g.loadJobs(c); rej != nil {
+				c.entry.rej = rej
+				c.entry.fragment, c.entry.jobNames, c.entry.discovery = nil, nil, discovery{}
+			}
+		}
+	}
+}
+
+// checkAdditional loads the additional scrape configs under the global section (once per
+// content while the generator stays the same) and refuses a job name a generated job has.
+func (g *generator) checkAdditional(cache *Cache, extra *additional, generated map[string]struct{}) *AdditionalConfigError {
+	sum := sha256.Sum256(extra.check)
+	if sum != cache.additional {
+		if err := g.load(extra.check); err != nil {
+			return g.refused(extra, err)
+		}
+		cache.additional = sum
+	}
+	for _, j := range extra.jobs {
+		if _, ok := generated[j.name]; ok {
+			return additionalError("Prometheus refuses the configuration with them: found multiple scrape configs with job name %q", j.name)
+		}
+	}
+	return nil
 }
 
 var discardLogger = slog.New(slog.DiscardHandler)
 
-const scrapeConfigsKey = "scrape_configs:\n"
+const (
+	scrapeConfigsKey   = "scrape_configs:\n"
+	emptyScrapeConfigs = "scrape_configs: []\n"
+)
 
 // marshalJobs renders jobs as the items of a top-level YAML sequence. Marshalling each
 // monitor once and concatenating the pieces gives the same bytes as marshalling the whole
@@ -304,25 +451,16 @@ func marshalJobs(jobs []*scrapeJob) ([]byte, error) {
 	return out[i+len(scrapeConfigsKey):], nil
 }
 
-// assemble writes the whole prometheus.yaml from the global section, the jobs of the
-// candidates not rejected, then the extra jobs (sequence items, as marshalJobs writes them).
-func (g *generator) assemble(candidates []*candidate, extra []byte) []byte {
-	size := len(g.globalYAML) + len(scrapeConfigsKey) + len(extra)
-	for _, c := range candidates {
-		size += len(c.fragment)
-	}
+// assemble writes the whole prometheus.yaml: the global section, then every group's jobs.
+func assemble(head []byte, groups []Group, size int) []byte {
 	out := make([]byte, 0, size)
-	out = append(out, g.globalYAML...)
-	start := len(out)
-	out = append(out, scrapeConfigsKey...)
-	for _, c := range candidates {
-		if !c.rejected {
-			out = append(out, c.fragment...)
-		}
+	out = append(out, head...)
+	if len(groups) == 0 {
+		return append(out, emptyScrapeConfigs...)
 	}
-	out = append(out, extra...)
-	if len(out) == start+len(scrapeConfigsKey) {
-		out = append(out[:start], "scrape_configs: []\n"...)
+	out = append(out, scrapeConfigsKey...)
+	for _, gr := range groups {
+		out = append(out, gr.YAML...)
 	}
 	return out
 }
@@ -330,7 +468,7 @@ func (g *generator) assemble(candidates []*candidate, extra []byte) []byte {
 // loadJobs loads one monitor's jobs under the same global section. When it fails, the
 // message names the endpoint whose job fails alone.
 func (g *generator) loadJobs(c *candidate) *rejection {
-	err := g.load(c.fragment)
+	err := g.load(c.entry.fragment)
 	if err == nil {
 		return nil
 	}
@@ -368,23 +506,29 @@ func sortedObjects[T any, PT interface {
 	*T
 	metav1.Object
 }](in []PT) []PT {
-	out := make([]PT, 0, len(in))
+	type keyed struct {
+		key string
+		obj PT
+	}
+	ks := make([]keyed, 0, len(in))
 	for _, o := range in {
 		if o != nil {
-			out = append(out, o)
+			ks = append(ks, keyed{key: o.GetNamespace() + "/" + o.GetName(), obj: o})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		ka, kb := a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName()
-		if ka != kb {
-			return ka < kb
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
 		}
-		if a.GetUID() != b.GetUID() {
-			return a.GetUID() < b.GetUID()
+		if c := strings.Compare(string(a.obj.GetUID()), string(b.obj.GetUID())); c != 0 {
+			return c
 		}
-		return a.GetResourceVersion() < b.GetResourceVersion()
+		return strings.Compare(a.obj.GetResourceVersion(), b.obj.GetResourceVersion())
 	})
+	out := make([]PT, len(ks))
+	for i := range ks {
+		out[i] = ks[i].obj
+	}
 	return out
 }
 

@@ -112,7 +112,7 @@ func TestGenerateScrapeConfigVerdicts(t *testing.T) {
 		return sc(withSCSpec(f))
 	}
 	job := func(t *testing.T, res *Result) *scrapeJob {
-		return jobNamed(t, parse(t, res.Config), "scrapeConfig/default/sc")
+		return jobNamed(t, parse(t, res.Config()), "scrapeConfig/default/sc")
 	}
 	creds := newSecret("default", "creds", map[string]string{"user": "alice", "password": "s3cret", "token": "t0ken"})
 	pod := monitoringv1alpha1.KubernetesSDConfig{Role: monitoringv1alpha1.KubernetesRolePod}
@@ -435,7 +435,7 @@ func TestGenerateScrapeConfigVerdicts(t *testing.T) {
 			want: []wantVerdict{{kind: "ServiceMonitor", key: "z/sm"}, {kind: "PodMonitor", key: "z/pm"}, {kind: "Probe", key: "z/probe"}, {kind: "ScrapeConfig", key: "a/sc"}, {kind: "ScrapeConfig", key: "b/sc"}},
 			check: func(t *testing.T, res *Result) {
 				var names []string
-				for _, j := range parse(t, res.Config).ScrapeConfigs {
+				for _, j := range parse(t, res.Config()).ScrapeConfigs {
 					names = append(names, j.JobName)
 				}
 				want := []string{"serviceMonitor/z/sm/0", "podMonitor/z/pm/0", "probe/z/probe", "scrapeConfig/a/sc", "scrapeConfig/b/sc"}

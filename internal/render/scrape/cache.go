@@ -1,0 +1,124 @@
+package scrape
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Cache remembers, between renders of one Prometheus, what each monitor rendered to: its jobs
+// as YAML, whether Prometheus's loader accepted them, and what it discovers. A render that is
+// given the Cache of the previous one builds and loads only the monitors that changed, so a
+// change among thousands of monitors costs about as much as a config with one monitor.
+//
+// The output never depends on the Cache: the same Input gives the same bytes with a fresh Cache,
+// a warm one, or none. An entry is used only when all of these are as they were when it was made:
+//   - the monitor's UID and metadata.generation (the API server bumps the generation on every
+//     spec change; the jobs depend on the spec, the namespace and the name only);
+//   - the resourceVersion of every Secret and ConfigMap the monitor read, or their absence;
+//   - the generator: the Prometheus (namespace, name, spec) and the global section, which every
+//     job is loaded under. Any change there empties the Cache.
+//
+// Objects without a UID, a generation or (for what they read) a resourceVersion, as read from
+// files by the CLI, are never cached.
+//
+// A Cache is not safe for concurrent use: keep one per Prometheus (reconciles of one object never
+// run concurrently).
+type Cache struct {
+	generator [sha256.Size]byte
+	entries   map[string]*cacheEntry // "<kind>/<namespace>/<name>"
+	// The additional scrape configs last accepted under this generator, by content.
+	additional [sha256.Size]byte
+
+	// Hits and Misses count the monitors of the last Generate call taken from the Cache and
+	// rendered; for tests and metrics.
+	Hits, Misses int
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache { return &Cache{entries: map[string]*cacheEntry{}} }
+
+// Len is the number of monitors remembered.
+func (c *Cache) Len() int {
+	if c == nil {
+		return 0
+	}
+	return len(c.entries)
+}
+
+type cacheEntry struct {
+	uid        types.UID
+	generation int64
+	refs       []refVersion
+	cacheable  bool // false when something it depends on has no version to compare
+	// What the monitor rendered to: either a rejection, or its jobs (fragment, names) and
+	// discovery, already accepted by the loader.
+	rej       *rejection
+	fragment  []byte
+	jobNames  []string
+	discovery discovery
+}
+
+// refVersion is one Secret or ConfigMap a monitor read: "S/<ns>/<name>" or "C/<ns>/<name>",
+// and its resourceVersion ("" when it did not exist).
+type refVersion struct {
+	key, version string
+}
+
+// usable says whether an entry made for an object can serve it now.
+func (e *cacheEntry) usable(uid types.UID, generation int64, g *generator) bool {
+	if e.uid != uid || e.generation != generation {
+		return false
+	}
+	for _, r := range e.refs {
+		v, ok := g.refVersion(r.key)
+		if !ok || v != r.version {
+			return false
+		}
+	}
+	return true
+}
+
+// refVersion is the current version of a tracked reference, and whether it can be cached.
+func (g *generator) refVersion(key string) (string, bool) {
+	name := key[2:]
+	switch key[0] {
+	case 'S':
+		s := g.secrets[name]
+		if s == nil {
+			return "", true
+		}
+		return s.ResourceVersion, s.ResourceVersion != ""
+	default:
+		cm := g.configMaps[name]
+		if cm == nil {
+			return "", true
+		}
+		return cm.ResourceVersion, cm.ResourceVersion != ""
+	}
+}
+
+// track records that the monitor being built read a Secret ("S") or ConfigMap ("C").
+func (g *generator) track(kind byte, nsName string) {
+	if g.reads != nil {
+		*g.reads = append(*g.reads, string(kind)+"/"+nsName)
+	}
+}
+
+// generatorKey identifies everything besides the monitor and what it reads that its jobs and
+// their validity depend on.
+func generatorKey(g *generator) ([sha256.Size]byte, bool) {
+	spec, err := json.Marshal(&g.prom.Spec)
+	if err != nil {
+		return [sha256.Size]byte{}, false
+	}
+	h := sha256.New()
+	h.Write([]byte(g.prom.Namespace + "/" + g.prom.Name + "\x00"))
+	h.Write(spec)
+	h.Write([]byte{0})
+	h.Write(g.globalYAML)
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out, true
+}

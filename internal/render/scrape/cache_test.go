@@ -1,0 +1,141 @@
+package scrape
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// cachedWorld is a cluster as the controller sees it: objects with UIDs, generations and
+// resourceVersions, changed step by step.
+type cachedWorld struct {
+	prom    *monitoringv1.Prometheus
+	sms     []*monitoringv1.ServiceMonitor
+	secrets []*corev1.Secret
+	extra   []byte
+}
+
+func (w *cachedWorld) input(c *Cache) Input {
+	in := newInput(w.prom, w.sms, w.secrets...)
+	in.AdditionalScrapeConfigs = w.extra
+	in.Cache = c
+	return in
+}
+
+func newCachedWorld(n int) *cachedWorld {
+	w := &cachedWorld{prom: newPrometheus()}
+	for i := range n {
+		sm := newServiceMonitor(fmt.Sprintf("ns%d", i%7), fmt.Sprintf("app%d", i))
+		sm.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		w.sms = append(w.sms, sm)
+	}
+	s := newSecret("ns0", "creds", map[string]string{"user": "u", "pass": "p1"})
+	s.ResourceVersion = "100"
+	w.secrets = append(w.secrets, s)
+	basicAuthFrom("creds", "user", "pass")(&w.sms[0].Spec.Endpoints[0])
+	return w
+}
+
+// step renders the world with the cache and without, requires the same result, and returns the
+// cache's hits and misses.
+func (w *cachedWorld) step(t *testing.T, c *Cache) (hits, misses int) {
+	t.Helper()
+	got, err := Generate(w.input(c))
+	if err != nil {
+		t.Fatalf("Generate with cache: %v", err)
+	}
+	want, err := Generate(w.input(nil))
+	if err != nil {
+		t.Fatalf("Generate without cache: %v", err)
+	}
+	if !bytes.Equal(got.Config(), want.Config()) {
+		t.Fatalf("config with cache differs from config without:\n--- with\n%s\n--- without\n%s", got.Config(), want.Config())
+	}
+	if !reflect.DeepEqual(got.Verdicts, want.Verdicts) || !reflect.DeepEqual(got.Namespaces, want.Namespaces) ||
+		got.AllNamespaces != want.AllNamespaces || !reflect.DeepEqual(got.Groups, want.Groups) {
+		t.Fatalf("result with cache differs from result without:\n%+v\n%+v", got.Verdicts, want.Verdicts)
+	}
+	mustLoad(t, got.Config())
+	return c.Hits, c.Misses
+}
+
+func TestCacheRendersOnlyWhatChanged(t *testing.T) {
+	w := newCachedWorld(40)
+	c := NewCache()
+	expect := func(step string, wantHits, wantMisses int) {
+		t.Helper()
+		if h, m := w.step(t, c); h != wantHits || m != wantMisses {
+			t.Fatalf("%s: %d hits, %d misses; want %d, %d", step, h, m, wantHits, wantMisses)
+		}
+	}
+	expect("first render", 0, 40)
+	expect("nothing changed", 40, 0)
+
+	w.sms[5].Spec.Endpoints[0].Interval = "7s"
+	w.sms[5].Generation++
+	expect("one spec changed", 39, 1)
+
+	w.sms = append(w.sms, newServiceMonitor("ns1", "late"))
+	w.sms[len(w.sms)-1].UID = "uid-late"
+	expect("one monitor added", 40, 1)
+
+	w.secrets[0] = newSecret("ns0", "creds", map[string]string{"user": "u", "pass": "p2"})
+	w.secrets[0].ResourceVersion = "101"
+	expect("the Secret one monitor reads changed", 40, 1)
+
+	w.secrets = nil
+	expect("the Secret is gone", 40, 1)
+	w.secrets = []*corev1.Secret{newSecret("ns0", "creds", map[string]string{"user": "u", "pass": "p3"})}
+	w.secrets[0].ResourceVersion = "102"
+	expect("the Secret is back", 40, 1)
+
+	w.sms[7].Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{relabelCfg("replace", []string{"a"}, "b", "(")}
+	w.sms[7].Generation++
+	expect("a monitor becomes invalid", 40, 1)
+	expect("the invalid monitor is remembered as rejected", 41, 0)
+
+	w.sms = append(w.sms[:3], w.sms[4:]...)
+	expect("one monitor deleted", 40, 0)
+	if c.Len() != 40 {
+		t.Fatalf("cache holds %d monitors after a deletion, want 40", c.Len())
+	}
+
+	w.sms[2].UID = "recreated"
+	expect("a monitor recreated under the same name", 39, 1)
+
+	w.prom.Spec.ScrapeInterval = "17s"
+	expect("the Prometheus spec changed", 0, 40)
+
+	w.extra = []byte("- job_name: extra\n  static_configs:\n  - targets: [a:1]\n")
+	expect("additional scrape configs added", 40, 0)
+	w.extra = []byte("- job_name: serviceMonitor/ns1/app1/0\n  static_configs:\n  - targets: [a:1]\n")
+	if _, err := Generate(w.input(c)); err == nil {
+		t.Fatal("an additional job named like a generated one was accepted from the cache")
+	}
+	if _, err := Generate(w.input(nil)); err == nil {
+		t.Fatal("an additional job named like a generated one was accepted")
+	}
+}
+
+func TestCacheSkipsObjectsWithoutVersions(t *testing.T) {
+	w := newCachedWorld(3)
+	w.sms[1].UID = ""
+	w.sms[2].Generation = 0
+	c := NewCache()
+	w.step(t, c)
+	if h, m := w.step(t, c); h != 1 || m != 2 {
+		t.Fatalf("%d hits, %d misses; want 1, 2 (objects without UID or generation are not cached)", h, m)
+	}
+	// A Secret without a resourceVersion (read from a file) can change without notice.
+	w.secrets[0].ResourceVersion = ""
+	w.step(t, c)
+	w.secrets[0].Data["pass"] = []byte("changed")
+	if h, m := w.step(t, c); h != 0 || m != 3 {
+		t.Fatalf("%d hits, %d misses; want 0, 3", h, m)
+	}
+}
