@@ -62,7 +62,7 @@ type Desired struct {
 	Objects []client.Object
 	// Verdicts, one per selected monitor.
 	Verdicts []scrape.Verdict
-	scrape *scrape.Result
+	scrape   *scrape.Result
 }
 
 // Config is the whole uncompressed prometheus.yaml, before any split into
