@@ -9,7 +9,9 @@
 //
 // The results are printed as a markdown table, written as JSON (-out,
 // merged by scenario with the results already there) and rendered into the
-// "Scale harness (make bench)" section of docs/benchmarks.md (-doc).
+// "Scale harness (make bench)" section of docs/benchmarks.md (-doc). The
+// operator's CPU and heap profiles of each phase go to -profiles, with the
+// top 15 of each printed and written next to them (top.txt).
 package main
 
 import (
@@ -31,6 +33,7 @@ type flags struct {
 	scenario string
 	out      string
 	doc      string
+	profiles string
 	idle     time.Duration
 	changes  int
 	workers  int
@@ -43,6 +46,7 @@ func main() {
 	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2 or all")
 	flag.StringVar(&f.out, "out", "docs/bench-results.json", "JSON results (merged by scenario); empty: do not write")
 	flag.StringVar(&f.doc, "doc", "docs/benchmarks.md", "markdown file whose \"Scale harness (make bench)\" section is rewritten; empty: do not write")
+	flag.StringVar(&f.profiles, "profiles", "bench/out/profiles", "directory for the operator's CPU and heap profiles, one subdirectory per scenario (the operator serves pprof on a loopback port); empty: do not profile")
 	flag.DurationVar(&f.idle, "idle", 10*time.Minute, "idle window after the changes, in which the operator should write nothing")
 	flag.IntVar(&f.changes, "changes", 200, "sequential ServiceMonitor creations timed in S1")
 	flag.IntVar(&f.workers, "workers", 32, "goroutines creating the setup objects")

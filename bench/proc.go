@@ -44,6 +44,72 @@ func findPID(bin string) (int, error) {
 	return found[0], nil
 }
 
+// findPIDByArg returns the pid of the running process that has arg among
+// its command-line arguments (exactly), e.g. this control plane's etcd by its
+// --data-dir: other control planes on the machine have other directories.
+func findPIDByArg(arg string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var found []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for a := range strings.SplitSeq(string(b), "\x00") {
+			if a == arg {
+				found = append(found, pid)
+				break
+			}
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("want one process with argument %s, found %v", arg, found)
+	}
+	return found[0], nil
+}
+
+// hostCPU is the machine's CPU time from /proc/stat, in seconds summed over
+// every core.
+type hostCPU struct{ busy, total float64 }
+
+func readHostCPU() (hostCPU, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return hostCPU{}, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return hostCPU{}, fmt.Errorf("unexpected /proc/stat: %q", line)
+	}
+	// user nice system idle iowait irq softirq steal (guest is in user).
+	var h hostCPU
+	for i, v := range f[1:min(len(f), 9)] {
+		n, _ := strconv.ParseFloat(v, 64)
+		h.total += n / clkTck
+		if i != 3 && i != 4 { // idle, iowait
+			h.busy += n / clkTck
+		}
+	}
+	return h, nil
+}
+
+// busyPercent is the share of the machine's CPU (all cores) in use between
+// two readings.
+func busyPercent(a, b hostCPU) float64 {
+	if b.total <= a.total {
+		return 0
+	}
+	return 100 * (b.busy - a.busy) / (b.total - a.total)
+}
+
 // procSample is what /proc says about the operator at one moment.
 type procSample struct {
 	at          time.Time

@@ -84,9 +84,33 @@ func markdownTable(rs []Result) string {
 	row("**cold start → converged (s)**", "≤ 30", func(r Result) string { return "**" + f1(r.ColdStartSeconds) + "**" })
 	row("config Secrets written (main + pieces)", "", func(r Result) string { return num(float64(r.ConfigSecrets)) })
 	row("CPU during convergence (s, user+sys)", "", func(r Result) string { return f1(r.ConvergeCPUSeconds) })
+	row("kube-apiserver / etcd / harness CPU during convergence (s)", "", func(r Result) string {
+		if r.APIServerConvergeCPUSeconds == 0 && r.EtcdConvergeCPUSeconds == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f / %.1f / %.1f", r.APIServerConvergeCPUSeconds, r.EtcdConvergeCPUSeconds, r.HarnessConvergeCPUSeconds)
+	})
+	row("machine CPU busy during convergence (% of all cores)", "", func(r Result) string {
+		if r.HostBusyPercentConverge == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f %% of %d", r.HostBusyPercentConverge, r.CPUs)
+	})
 	row("reconciles during convergence", "", func(r Result) string { return num(r.ConvergeReconciles) })
 	row("API requests during convergence", "", func(r Result) string { return byMethod(r.ConvergeRequests) })
 	row("API writes during convergence", "", func(r Result) string { return num(r.ConvergeWrites) })
+	row("client rate-limiter wait during convergence (s, summed over requests)", "", func(r Result) string {
+		if r.ConvergePatchMeanMs == 0 {
+			return "–"
+		}
+		return f1(r.ConvergeThrottledSeconds)
+	})
+	row("PATCH round trip during convergence, mean (ms)", "", func(r Result) string {
+		if r.ConvergePatchMeanMs == 0 {
+			return "–"
+		}
+		return f1(r.ConvergePatchMeanMs)
+	})
 	row("change samples (monitor created, controller idle)", "", changes(func(r Result) string { return num(float64(r.ChangeSamples)) }))
 	row("**change → job in config, p50 (ms)**", "", changes(func(r Result) string { return "**" + num(r.ChangeP50Ms) + "**" }))
 	row("**change → job in config, p99 (ms)**", "≤ 50 (S1)", changes(func(r Result) string { return "**" + num(r.ChangeP99Ms) + "**" }))
@@ -195,8 +219,14 @@ one and the ` + "`prometheus-<name>-scrape-<i>`" + ` pieces) and every ServiceMo
 Accepted. RSS and CPU come from ` + "`/proc/<pid>`" + ` of the operator; API requests from its
 ` + "`rest_client_requests_total`" + `; writes while idle also from the apiserver's
 ` + "`apiserver_request_total`" + ` by resource (nothing else writes in that window, so the leases are
-the operator's leader-election renewals and the apiserver's own lease). Results also go to
-` + "`docs/bench-results.json`" + `, stamped with the commit and the date.
+the operator's leader-election renewals and the apiserver's own lease). The CPU of kube-apiserver
+and etcd comes from their ` + "`/proc/<pid>`" + `, the machine's from ` + "`/proc/stat`" + `; the time requests
+waited for the operator's client-side rate limiter from its
+` + "`rest_client_rate_limiter_duration_seconds`" + `. Results also go to
+` + "`docs/bench-results.json`" + `, stamped with the commit and the date. The operator's CPU profiles
+(start → converged, and the change phase) and heap profiles (converged, after the changes, after
+the idle window) go to ` + "`-profiles`" + ` (` + "`bench/out/profiles/<scenario>/`" + `), with
+` + "`go tool pprof -top`" + ` of each in ` + "`top.txt`" + ` there and in the run's output.
 
 `)
 	for _, r := range rs {

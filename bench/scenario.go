@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,6 +109,16 @@ type Result struct {
 	ConvergeWrites     float64            `json:"convergeWrites"`
 	ConvergedRSSMiB    float64            `json:"convergedRSSMiB"`
 	ConvergeReconciles float64            `json:"convergeReconciles"`
+	// The rest of the machine over the same span: is the operator waiting
+	// for the apiserver, or for a CPU?
+	APIServerConvergeCPUSeconds float64 `json:"apiserverConvergeCPUSeconds,omitempty"`
+	EtcdConvergeCPUSeconds      float64 `json:"etcdConvergeCPUSeconds,omitempty"`
+	HarnessConvergeCPUSeconds   float64 `json:"harnessConvergeCPUSeconds,omitempty"`
+	HostBusyPercentConverge     float64 `json:"hostBusyPercentConverge,omitempty"`
+	// The operator's client: seconds its requests waited for its own rate
+	// limiter (summed over requests), and the mean PATCH round trip.
+	ConvergeThrottledSeconds float64 `json:"convergeClientThrottledSeconds,omitempty"`
+	ConvergePatchMeanMs      float64 `json:"convergePatchMeanMs,omitempty"`
 
 	ChangeSamples       int     `json:"changeSamples,omitempty"`
 	ChangeP50Ms         float64 `json:"changeP50Ms,omitempty"`
@@ -187,15 +198,48 @@ func runScenario(ctx context.Context, sc scenario, f flags, root, bin, dir strin
 		return res, err
 	}
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	others := otherProcesses(cp)
+	others.sample()
 	logf("%s: starting the operator (log %s)", sc.Name, filepath.Join(dir, "operator.log"))
 	start = time.Now()
-	op, err := devenv.StartOperator(ctx, bin, kubeconfig, filepath.Join(dir, "operator.log"),
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort))
+	opArgs := []string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort)}
+	var pprofBase string
+	if f.profiles != "" {
+		pprofPort, err := devenv.FreePort()
+		if err != nil {
+			return res, err
+		}
+		pprofBase = fmt.Sprintf("http://127.0.0.1:%d", pprofPort)
+		opArgs = append(opArgs, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
+	}
+	op, err := devenv.StartOperator(ctx, bin, kubeconfig, filepath.Join(dir, "operator.log"), opArgs...)
 	if err != nil {
 		return res, err
 	}
 	defer op.Stop()
 	res.ReadySeconds = time.Since(start).Seconds()
+	// Profiles: CPU from /readyz to converged and over the change phase,
+	// heap (and the Go runtime's figures) at each end and after the idle
+	// window. A nil profiler does nothing.
+	var prof *profiler
+	if f.profiles != "" {
+		profDir := filepath.Join(absPath(root, f.profiles), sc.Name)
+		if prof, err = newProfiler(pprofBase, profDir); err != nil {
+			return res, err
+		}
+		defer func() {
+			if prof.cpu != nil {
+				// The scenario failed mid-phase: keep what was recorded.
+				prof.end(ctx, "aborted", metricsURL)
+			}
+			if summary, err := prof.finish(); err != nil {
+				logf("profiles: %v", err)
+			} else if summary != "" {
+				fmt.Fprintf(os.Stderr, "\n%s: profiles in %s: %s\n\n%s", sc.Name, profDir, strings.Join(profileFiles(profDir), " "), summary)
+			}
+		}()
+		prof.begin(ctx, "cpu-converge")
+	}
 	pid, err := findPID(bin)
 	if err != nil {
 		return res, err
@@ -241,14 +285,28 @@ func runScenario(ctx context.Context, sc scenario, f flags, root, bin, dir strin
 		return res, err
 	}
 	res.ConvergeCPUSeconds, res.ConvergedRSSMiB = ps.cpuSeconds, mib(ps.rssKiB)
+	res.ConvergeThrottledSeconds = m.sum("rest_client_rate_limiter_duration_seconds_sum", nil)
+	if n := m.sum("rest_client_request_duration_seconds_count", map[string]string{"verb": "PATCH"}); n > 0 {
+		res.ConvergePatchMeanMs = 1000 * m.sum("rest_client_request_duration_seconds_sum", map[string]string{"verb": "PATCH"}) / n
+	}
+	logf("%s: the operator's %.0f requests waited %.1fs in all for its client rate limiter; a PATCH took %.1fms on average",
+		sc.Name, m.sum("rest_client_rate_limiter_duration_seconds_count", nil), res.ConvergeThrottledSeconds, res.ConvergePatchMeanMs)
+	others.sample()
+	res.APIServerConvergeCPUSeconds, res.EtcdConvergeCPUSeconds, res.HarnessConvergeCPUSeconds, res.HostBusyPercentConverge = others.delta()
+	logf("%s: CPU during convergence: operator %.1fs, kube-apiserver %.1fs, etcd %.1fs, harness %.1fs; machine %.0f%% busy (%d cores)",
+		sc.Name, res.ConvergeCPUSeconds, res.APIServerConvergeCPUSeconds, res.EtcdConvergeCPUSeconds, res.HarnessConvergeCPUSeconds,
+		res.HostBusyPercentConverge, res.CPUs)
 	res.ConvergeRequests = m.by("rest_client_requests_total", "method", nil)
 	res.ConvergeWrites = writes(res.ConvergeRequests)
 	res.ConvergeReconciles = m.sum("controller_runtime_reconcile_total", map[string]string{"controller": "prometheus"})
+	prof.end(ctx, "converged", metricsURL)
 
 	if sc.Changes {
+		prof.begin(ctx, "cpu-changes")
 		if err := measureChanges(ctx, c, sc, f.changes, configs, metricsURL, pid, &res); err != nil {
 			return res, err
 		}
+		prof.end(ctx, "changes", metricsURL)
 	}
 
 	// Idle window: nothing changes; the operator should write nothing.
@@ -301,6 +359,7 @@ func runScenario(ctx context.Context, sc scenario, f flags, root, bin, dir strin
 		}
 	}
 	res.PeakRSSMiB, res.SteadyRSSMiB = mib(p1.hwmKiB), mib(p1.rssKiB)
+	prof.point(ctx, "idle", metricsURL)
 	logf("%s: idle: %v operator requests, apiserver writes by resource %v", sc.Name, res.IdleRequests, res.IdleWritesByRes)
 	cancelWatches()
 	op.Stop()
@@ -308,6 +367,57 @@ func runScenario(ctx context.Context, sc scenario, f flags, root, bin, dir strin
 		return res, fmt.Errorf("operator pid %d still running after Stop", pid)
 	}
 	return res, nil
+}
+
+// otherCPU samples the CPU of the control plane, of the harness and of
+// the whole machine, twice: before the operator starts and at convergence.
+type otherCPU struct {
+	apiserver, etcd int // 0: not found
+	samples         []otherSample
+}
+
+type otherSample struct {
+	apiserver, etcd, harness float64
+	host                     hostCPU
+}
+
+func otherProcesses(cp *controlplane.ControlPlane) *otherCPU {
+	o := &otherCPU{}
+	var err error
+	if o.apiserver, err = findPIDByArg("--secure-port=" + strconv.Itoa(cp.Port)); err != nil {
+		logf("kube-apiserver CPU is not measured: %v", err)
+	}
+	if o.etcd, err = findPIDByArg("--data-dir=" + filepath.Join(cp.Dir, "etcd")); err != nil {
+		logf("etcd CPU is not measured: %v", err)
+	}
+	return o
+}
+
+func (o *otherCPU) sample() {
+	var s otherSample
+	cpu := func(pid int) float64 {
+		if pid == 0 {
+			return 0
+		}
+		ps, err := readProc(pid)
+		if err != nil {
+			return 0
+		}
+		return ps.cpuSeconds
+	}
+	s.apiserver, s.etcd, s.harness = cpu(o.apiserver), cpu(o.etcd), cpu(os.Getpid())
+	s.host, _ = readHostCPU()
+	o.samples = append(o.samples, s)
+}
+
+// delta is the CPU seconds of kube-apiserver, etcd and the harness, and the
+// machine's busy percentage, between the first and the last sample.
+func (o *otherCPU) delta() (apiserver, etcd, harness, hostBusy float64) {
+	if len(o.samples) < 2 {
+		return 0, 0, 0, 0
+	}
+	a, b := o.samples[0], o.samples[len(o.samples)-1]
+	return b.apiserver - a.apiserver, b.etcd - a.etcd, b.harness - a.harness, busyPercent(a.host, b.host)
 }
 
 // measureChanges creates monitors one after the other, each when the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -18,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -31,6 +33,9 @@ type operatorOptions struct {
 	namespaces              []string
 	metricsAddr             string
 	probeAddr               string
+	pprofAddr               string
+	kubeAPIQPS              float32
+	kubeAPIBurst            int
 	leaderElect             bool
 	leaderElectionNamespace string
 	logFormat               string
@@ -53,11 +58,18 @@ func newOperatorCommand() *cobra.Command {
 			return runOperator(o)
 		},
 	}
-	f := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; default: in-cluster configuration, then $KUBECONFIG, then ~/.kube/config")
 	f.StringSliceVar(&o.namespaces, "namespaces", nil, "Namespaces to watch (comma-separated); empty watches all namespaces")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz")
+	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of the Go profiler's /debug/pprof/ endpoints, e.g. 127.0.0.1:6060; empty or 0 disables it. Unauthenticated: bind it to loopback or protect it")
+	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 500, "Sustained requests per second this client sends to the Kubernetes API (client-side limit; the apiserver's API Priority and Fairness still protects it)")
+	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000, "Requests this client may send in a burst above --kube-api-qps")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: $POD_NAMESPACE, else default)")
 	f.StringVar(&o.logFormat, "log-format", "json", "Log format: json or text")
@@ -78,7 +90,6 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&o.wh.ConfigurationName, "webhook-configuration", "lookout", "Name of the ValidatingWebhookConfiguration")
 	f.StringVar(&o.wh.CAInjectFrom, "webhook-ca-inject-from", "", "With --webhook-manage-certs=false: cert-manager Certificate <namespace>/<name> for CA injection")
 	f.StringVar(&o.reloaderImage, "reloader-image", "lookout-reloader:"+version.Version, "Image of the config-reloader sidecar")
-	return cmd
 }
 
 func newLogger(format, level string) (logr.Logger, error) {
@@ -103,15 +114,20 @@ func runOperator(o operatorOptions) error {
 		return err
 	}
 	ctrl.SetLogger(log)
-	if o.workers < 1 {
-		return fmt.Errorf("--workers must be at least 1, got %d", o.workers)
+	if err := o.validate(); err != nil {
+		return err
 	}
 
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("load Kubernetes client configuration: %w", err)
 	}
-	cfg.QPS, cfg.Burst = 100, 200
+	cfg.QPS, cfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
+	// How long requests take and how long they wait for the client's own
+	// rate limiter (rest_client_request_duration_seconds,
+	// rest_client_rate_limiter_duration_seconds): whether --kube-api-qps or
+	// the apiserver is what a slow reconcile waits for.
+	crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRequestLatency, crmetrics.MetricRateLimiterLatency)
 
 	leNamespace := o.leaderElectionNamespace
 	if leNamespace == "" {
@@ -134,6 +150,7 @@ func runOperator(o operatorOptions) error {
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              "lookout-operator-leader",
 		LeaderElectionNamespace:       leNamespace,
@@ -177,8 +194,23 @@ func runOperator(o operatorOptions) error {
 	}
 
 	log.Info("Starting Lookout operator", "version", version.Version, "commit", version.CommitOrUnknown(),
-		"namespaces", o.namespaces, "leaderElection", o.leaderElect)
+		"namespaces", o.namespaces, "leaderElection", o.leaderElect, "kubeAPIQPS", o.kubeAPIQPS, "kubeAPIBurst", o.kubeAPIBurst)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// validate checks the flags that need no I/O.
+func (o operatorOptions) validate() error {
+	if o.workers < 1 {
+		return fmt.Errorf("--workers must be at least 1, got %d", o.workers)
+	}
+	// NaN fails the comparison too.
+	if !(o.kubeAPIQPS > 0) {
+		return fmt.Errorf("--kube-api-qps must be greater than 0, got %v", o.kubeAPIQPS)
+	}
+	if o.kubeAPIBurst <= 0 {
+		return fmt.Errorf("--kube-api-burst must be greater than 0, got %d", o.kubeAPIBurst)
+	}
+	return nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

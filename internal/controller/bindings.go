@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/render/scrape"
 )
 
 // Reasons of the Accepted condition of a monitor's or rule's binding.
@@ -26,27 +30,40 @@ type verdict struct {
 	Generation      int64
 }
 
+// bindingWriters bounds the status.bindings patches one writeBindings has in
+// flight. The client's rate limiter (--kube-api-qps) still applies on top; the
+// pool only stops a cold start from waiting out one round trip per object.
+const bindingWriters = 16
+
 // boundObject is a monitoring object with status.bindings.
 type boundObject interface {
 	client.Object
 	bindings() *monitoringv1.ConfigResourceStatus
 	object() client.Object // the typed object itself, for the client
+	kind() string          // the Kind the verdicts name it by
+	deepCopy() boundObject // a copy that may be mutated
 }
 
 type serviceMonitor struct{ *monitoringv1.ServiceMonitor }
 
 func (o serviceMonitor) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
 func (o serviceMonitor) object() client.Object                        { return o.ServiceMonitor }
+func (o serviceMonitor) kind() string                                 { return monitoringv1.ServiceMonitorsKind }
+func (o serviceMonitor) deepCopy() boundObject                        { return serviceMonitor{o.DeepCopy()} }
 
 type podMonitor struct{ *monitoringv1.PodMonitor }
 
 func (o podMonitor) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
 func (o podMonitor) object() client.Object                        { return o.PodMonitor }
+func (o podMonitor) kind() string                                 { return monitoringv1.PodMonitorsKind }
+func (o podMonitor) deepCopy() boundObject                        { return podMonitor{o.DeepCopy()} }
 
 type probe struct{ *monitoringv1.Probe }
 
 func (o probe) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
 func (o probe) object() client.Object                        { return o.Probe }
+func (o probe) kind() string                                 { return monitoringv1.ProbesKind }
+func (o probe) deepCopy() boundObject                        { return probe{o.DeepCopy()} }
 
 type scrapeConfig struct {
 	*monitoringv1alpha1.ScrapeConfig
@@ -54,33 +71,120 @@ type scrapeConfig struct {
 
 func (o scrapeConfig) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
 func (o scrapeConfig) object() client.Object                        { return o.ScrapeConfig }
+func (o scrapeConfig) kind() string                                 { return monitoringv1alpha1.ScrapeConfigsKind }
+func (o scrapeConfig) deepCopy() boundObject                        { return scrapeConfig{o.DeepCopy()} }
 
 type prometheusRule struct{ *monitoringv1.PrometheusRule }
 
 func (o prometheusRule) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
 func (o prometheusRule) object() client.Object                        { return o.PrometheusRule }
+func (o prometheusRule) kind() string                                 { return monitoringv1.PrometheusRuleKind }
+func (o prometheusRule) deepCopy() boundObject                        { return prometheusRule{o.DeepCopy()} }
+
+// boundLists list every object of one bound kind. They read the informer
+// cache without copying it (client.UnsafeDisableDeepCopy): the items share
+// their maps and slices with the cache, so they are only read; planBindings
+// deep-copies the few that get a patch before it touches them.
+var boundLists = []func(context.Context, client.Reader) ([]boundObject, error){
+	func(ctx context.Context, c client.Reader) ([]boundObject, error) {
+		var l monitoringv1.ServiceMonitorList
+		return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1.ServiceMonitor) boundObject { return serviceMonitor{o} })
+	},
+	func(ctx context.Context, c client.Reader) ([]boundObject, error) {
+		var l monitoringv1.PodMonitorList
+		return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1.PodMonitor) boundObject { return podMonitor{o} })
+	},
+	func(ctx context.Context, c client.Reader) ([]boundObject, error) {
+		var l monitoringv1.ProbeList
+		return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1.Probe) boundObject { return probe{o} })
+	},
+	func(ctx context.Context, c client.Reader) ([]boundObject, error) {
+		var l monitoringv1alpha1.ScrapeConfigList
+		return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1alpha1.ScrapeConfig) boundObject { return scrapeConfig{o} })
+	},
+	func(ctx context.Context, c client.Reader) ([]boundObject, error) {
+		var l monitoringv1.PrometheusRuleList
+		return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1.PrometheusRule) boundObject { return prometheusRule{o} })
+	},
+}
+
+// wrap turns listed items into boundObjects.
+func wrap[T any](err error, items []T, f func(*T) boundObject) ([]boundObject, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]boundObject, 0, len(items))
+	for i := range items {
+		out = append(out, f(&items[i]))
+	}
+	return out, nil
+}
+
+// verdictKey is how syncBindings looks up the verdict on an object.
+func verdictKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// writeBindings updates status.bindings on every ServiceMonitor, PodMonitor,
+// Probe, ScrapeConfig and PrometheusRule: an entry for each selected one,
+// none on the others. nil verdicts remove this Prometheus's entries everywhere.
+func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv1.Prometheus, verdicts []scrape.Verdict) error {
+	want := make(map[string]verdict, len(verdicts))
+	for _, v := range verdicts {
+		want[verdictKey(v.Kind, v.Namespace, v.Name)] = verdict{Accepted: v.Accepted, Reason: v.Reason, Message: v.Message, Generation: v.Generation}
+	}
+	var errs []error
+	var objects []boundObject
+	for _, list := range boundLists {
+		objs, err := list(ctx, r.Client)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		objects = append(objects, objs...)
+	}
+	errs = append(errs, r.syncBindings(ctx, p, objects, want))
+	return errors.Join(errs...)
+}
+
+// bindingPatch is one status.bindings write: the object as it should be
+// (a private copy) and the merge patch from the object as it was read.
+type bindingPatch struct {
+	obj   boundObject
+	patch client.Patch
+}
 
 // syncBindings makes the binding of Prometheus p on every object match the
-// verdicts: an entry with Accepted True/False for each selected object, no
-// entry on the others. It writes only the objects whose binding changes, with
-// optimistic locking, because several Prometheus objects share one list.
+// verdicts (keyed by verdictKey): an entry with Accepted True/False for each
+// selected object, no entry on the others. It writes only the objects whose
+// binding changes, with optimistic locking, because several Prometheus
+// objects share one list; the writes go out from a bounded pool and every
+// failure is reported (an object deleted meanwhile is not one). The objects
+// themselves are never modified: they may be the informer cache's.
 func (r *PrometheusReconciler) syncBindings(ctx context.Context, p *monitoringv1.Prometheus, objects []boundObject, verdicts map[string]verdict) error {
-	var errs []error
+	return r.sendBindings(ctx, planBindings(p, objects, verdicts))
+}
+
+// planBindings decides, without any I/O, which objects need a patch.
+func planBindings(p *monitoringv1.Prometheus, objects []boundObject, verdicts map[string]verdict) []bindingPatch {
+	var plan []bindingPatch
 	for _, obj := range objects {
-		v, selected := verdicts[obj.GetNamespace()+"/"+obj.GetName()]
-		st := obj.bindings()
-		idx := bindingIndex(st.Bindings, p)
+		v, selected := verdicts[verdictKey(obj.kind(), obj.GetNamespace(), obj.GetName())]
+		have := obj.bindings().Bindings
+		idx := bindingIndex(have, p)
 		var want *monitoringv1.WorkloadBinding
 		if selected {
-			want = bindingFor(p, v, st.Bindings, idx)
+			want = bindingFor(p, v, have, idx)
 		}
 		if idx < 0 && want == nil {
 			continue
 		}
-		if idx >= 0 && want != nil && sameBinding(&st.Bindings[idx], want) {
+		if idx >= 0 && want != nil && sameBinding(&have[idx], want) {
 			continue
 		}
-		patch := client.MergeFromWithOptions(obj.object().DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+		// The unmodified object is the base of the patch: nothing writes to
+		// it, and the patch marshals it only when it is sent.
+		patch := client.MergeFromWithOptions(obj.object(), client.MergeFromWithOptimisticLock{})
+		cp := obj.deepCopy()
+		st := cp.bindings()
 		switch {
 		case want == nil:
 			st.Bindings = append(st.Bindings[:idx:idx], st.Bindings[idx+1:]...)
@@ -89,12 +193,49 @@ func (r *PrometheusReconciler) syncBindings(ctx context.Context, p *monitoringv1
 		default:
 			st.Bindings[idx] = *want
 		}
-		if err := r.Client.Status().Patch(ctx, obj.object(), patch); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("update status.bindings of %s %s/%s: %w",
-				obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err))
-		}
+		plan = append(plan, bindingPatch{obj: cp, patch: patch})
+	}
+	return plan
+}
+
+// sendBindings sends the patches from at most bindingWriters goroutines and
+// joins every error, in the order of the plan. Once ctx is done it stops
+// sending and reports how many were left.
+func (r *PrometheusReconciler) sendBindings(ctx context.Context, plan []bindingPatch) error {
+	errs := make([]error, len(plan))
+	var (
+		next   atomic.Int64
+		unsent atomic.Int64
+		wg     sync.WaitGroup
+	)
+	for range min(bindingWriters, len(plan)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(plan) {
+					return
+				}
+				if ctx.Err() != nil {
+					unsent.Add(1)
+					continue
+				}
+				errs[i] = r.patchBinding(ctx, plan[i])
+			}
+		})
+	}
+	wg.Wait()
+	if n := unsent.Load(); n > 0 {
+		errs = append(errs, fmt.Errorf("%d status.bindings patches not sent: %w", n, ctx.Err()))
 	}
 	return errors.Join(errs...)
+}
+
+func (r *PrometheusReconciler) patchBinding(ctx context.Context, b bindingPatch) error {
+	err := r.Client.Status().Patch(ctx, b.obj.object(), b.patch)
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf("update status.bindings of %s %s/%s: %w", b.obj.kind(), b.obj.GetNamespace(), b.obj.GetName(), err)
 }
 
 func bindingIndex(list []monitoringv1.WorkloadBinding, p *monitoringv1.Prometheus) int {

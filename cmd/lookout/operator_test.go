@@ -1,0 +1,72 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func parseOperatorFlags(t *testing.T, args ...string) operatorOptions {
+	t.Helper()
+	var o operatorOptions
+	fs := pflag.NewFlagSet("operator", pflag.ContinueOnError)
+	o.addFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	return o
+}
+
+func TestOperatorClientAndProfilerFlagDefaults(t *testing.T) {
+	o := parseOperatorFlags(t)
+	if o.kubeAPIQPS != 500 || o.kubeAPIBurst != 1000 {
+		t.Errorf("client limits: got QPS %v, burst %d; want 500, 1000", o.kubeAPIQPS, o.kubeAPIBurst)
+	}
+	if o.pprofAddr != "" {
+		t.Errorf("pprof is served by default on %q; want it off", o.pprofAddr)
+	}
+	if err := o.validate(); err != nil {
+		t.Errorf("the defaults do not validate: %v", err)
+	}
+}
+
+func TestOperatorFlagsAreParsed(t *testing.T) {
+	o := parseOperatorFlags(t, "--kube-api-qps=42.5", "--kube-api-burst=7", "--pprof-bind-address=127.0.0.1:6060")
+	if o.kubeAPIQPS != 42.5 || o.kubeAPIBurst != 7 || o.pprofAddr != "127.0.0.1:6060" {
+		t.Errorf("got QPS %v, burst %d, pprof %q", o.kubeAPIQPS, o.kubeAPIBurst, o.pprofAddr)
+	}
+	if err := o.validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestOperatorRejectsNonPositiveClientLimits(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kube-api-qps=0"}, "--kube-api-qps"},
+		{[]string{"--kube-api-qps=-1"}, "--kube-api-qps"},
+		{[]string{"--kube-api-qps=NaN"}, "--kube-api-qps"},
+		{[]string{"--kube-api-burst=0"}, "--kube-api-burst"},
+		{[]string{"--kube-api-burst=-5"}, "--kube-api-burst"},
+		{[]string{"--workers=0"}, "--workers"},
+	} {
+		err := parseOperatorFlags(t, tc.args...).validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got error %v, want one naming %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// The command refuses bad limits before it reads any kubeconfig or talks to
+// a cluster.
+func TestOperatorCommandFailsOnBadLimitsBeforeConnecting(t *testing.T) {
+	cmd := newRootCommand()
+	cmd.SetArgs([]string{"operator", "--kubeconfig=/nonexistent/kubeconfig", "--kube-api-burst=0"})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--kube-api-burst") {
+		t.Fatalf("got %v, want the --kube-api-burst error", err)
+	}
+}
