@@ -184,7 +184,8 @@ func (h *selectingHandler) Generic(ctx context.Context, e event.GenericEvent, q 
 
 func (h *selectingHandler) enqueue(ctx context.Context, q queue, objs ...client.Object) {
 	var proms monitoringv1.PrometheusList
-	if err := h.c.List(ctx, &proms); err != nil {
+	// Read only: the selectors are built from the cached objects without copying them.
+	if err := h.c.List(ctx, &proms, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List Prometheus objects to map an event")
 		return
 	}

@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -167,49 +166,99 @@ func createServiceMonitors(tb testing.TB, ns string, names []string, workers int
 	}
 }
 
-// configWatch follows the config Secret of one Prometheus through a watch on
-// that Secret alone.
+// configWatch follows the config of one Prometheus: its config Secret and
+// the piece Secrets a large config is split into, through one watch on the
+// namespace's Secrets.
 type configWatch struct {
-	events  <-chan watch.Event
-	pending []watch.Event // read by the initial list, before the watch
+	main, piecePrefix string
+	events            <-chan watch.Event
+	pending           []watch.Event     // read by the initial list, before the watch
+	docs              map[string]string // Secret name → gunzipped document
 }
 
-// watchConfigSecret starts watching prometheus-<name> in ns from the current
-// resource version; the watch is restarted if the apiserver closes it and is
-// stopped when tb ends.
+// watchConfigSecret starts watching the config Secrets of Prometheus name in
+// ns from the current resource version; the watch is restarted if the
+// apiserver closes it and is stopped when tb ends.
 func watchConfigSecret(tb testing.TB, ns, name string) *configWatch {
 	tb.Helper()
-	secretName := promrender.ConfigSecretName(name)
 	secrets := kubernetes.NewForConfigOrDie(cp.RESTConfig).CoreV1().Secrets(ns)
-	selector := fields.OneTermEqualSelector("metadata.name", secretName).String()
-	list, err := secrets.List(testCtx, metav1.ListOptions{FieldSelector: selector})
+	list, err := secrets.List(testCtx, metav1.ListOptions{})
 	if err != nil {
-		tb.Fatalf("list Secret %s/%s: %v", ns, secretName, err)
+		tb.Fatalf("list Secrets in %s: %v", ns, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = selector
 			return secrets.Watch(ctx, opts)
 		},
 	})
 	if err != nil {
 		cancel()
-		tb.Fatalf("watch Secret %s/%s: %v", ns, secretName, err)
+		tb.Fatalf("watch Secrets in %s: %v", ns, err)
 	}
 	tb.Cleanup(func() { w.Stop(); cancel() })
-	cw := &configWatch{events: w.ResultChan()}
-	// The Secret may have been written between the Prometheus's creation
-	// and the list; waitFor must see that version too.
+	cw := &configWatch{
+		main: promrender.ConfigSecretName(name), piecePrefix: strings.TrimSuffix(promrender.ConfigPieceSecretName(name, 0), "0"),
+		events: w.ResultChan(), docs: map[string]string{},
+	}
+	// The Secrets may have been written between the Prometheus's creation
+	// and the list; waitFor must see those versions too.
 	for i := range list.Items {
 		cw.pending = append(cw.pending, watch.Event{Type: watch.Added, Object: &list.Items[i]})
 	}
 	return cw
 }
 
-// waitFor returns when the watch delivered the first version of the Secret
-// whose gunzipped prometheus.yaml satisfies ok; the time returned is when that
-// event arrived, before it was decoded.
+// config is the main config followed by every piece, in name order.
+func (cw *configWatch) config() string {
+	names := make([]string, 0, len(cw.docs))
+	for n := range cw.docs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(cw.docs[n])
+	}
+	return b.String()
+}
+
+// apply records one event; it says whether a config Secret changed.
+func (cw *configWatch) apply(ev watch.Event) (bool, error) {
+	if ev.Type == watch.Bookmark {
+		return false, nil
+	}
+	s, isSecret := ev.Object.(*corev1.Secret)
+	if !isSecret {
+		return false, fmt.Errorf("unexpected %s event in a watch of Secrets: %v", ev.Type, objectString(ev.Object))
+	}
+	key := promrender.ConfigSecretKey
+	switch {
+	case s.Name == cw.main:
+	case strings.HasPrefix(s.Name, cw.piecePrefix):
+		key = promrender.ConfigPieceKey
+	default:
+		return false, nil
+	}
+	if ev.Type == watch.Deleted {
+		delete(cw.docs, s.Name)
+		return true, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(s.Data[key]))
+	if err != nil {
+		return false, fmt.Errorf("gunzip %s of Secret %s/%s: %w", key, s.Namespace, s.Name, err)
+	}
+	cfg, err := io.ReadAll(zr)
+	if err != nil {
+		return false, fmt.Errorf("gunzip %s of Secret %s/%s: %w", key, s.Namespace, s.Name, err)
+	}
+	cw.docs[s.Name] = string(cfg)
+	return true, nil
+}
+
+// waitFor returns when the watch delivered the first version of the config
+// Secrets whose gunzipped documents together satisfy ok; the time returned is
+// when that event arrived, before it was decoded.
 func (cw *configWatch) waitFor(tb testing.TB, timeout time.Duration, what string, ok func(cfg string) bool) time.Time {
 	tb.Helper()
 	deadline := time.NewTimer(timeout)
@@ -227,61 +276,46 @@ func (cw *configWatch) waitFor(tb testing.TB, timeout time.Duration, what string
 			case e, open := <-cw.events:
 				at = time.Now()
 				if !open {
-					tb.Fatalf("the watch on the config Secret closed while waiting until %s", what)
+					tb.Fatalf("the watch on the config Secrets closed while waiting until %s", what)
 				}
 				ev = e
 			case <-deadline.C:
 				tb.Fatalf("timed out after %v waiting until %s", timeout, what)
 			}
 		}
-		cfg, err := configFromEvent(ev)
+		changed, err := cw.apply(ev)
 		if err != nil {
 			tb.Fatalf("waiting until %s: %v", what, err)
 		}
-		if ok(cfg) {
+		if changed && ok(cw.config()) {
 			return at
 		}
 	}
 }
 
-// drain discards the events already delivered, so that the next waitFor
-// starts with a fresh one.
+// drain records the events already delivered without testing them, so that
+// the next waitFor starts with a fresh one.
 func (cw *configWatch) drain(tb testing.TB) {
 	tb.Helper()
+	for _, ev := range cw.pending {
+		if _, err := cw.apply(ev); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	cw.pending = nil
 	for {
 		select {
-		case _, open := <-cw.events:
+		case ev, open := <-cw.events:
 			if !open {
-				tb.Fatal("the watch on the config Secret closed")
+				tb.Fatal("the watch on the config Secrets closed")
+			}
+			if _, err := cw.apply(ev); err != nil {
+				tb.Fatal(err)
 			}
 		default:
 			return
 		}
 	}
-}
-
-func configFromEvent(ev watch.Event) (string, error) {
-	switch ev.Type {
-	case watch.Added, watch.Modified:
-	case watch.Bookmark:
-		return "", nil
-	default:
-		return "", fmt.Errorf("unexpected %s event on the config Secret: %v", ev.Type, objectString(ev.Object))
-	}
-	s, isSecret := ev.Object.(*corev1.Secret)
-	if !isSecret {
-		return "", fmt.Errorf("unexpected %T in a watch of Secrets", ev.Object)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(s.Data[promrender.ConfigSecretKey]))
-	if err != nil {
-		return "", fmt.Errorf("gunzip %s of Secret %s/%s: %w", promrender.ConfigSecretKey, s.Namespace, s.Name, err)
-	}
-	cfg, err := io.ReadAll(zr)
-	if err != nil {
-		return "", fmt.Errorf("gunzip %s of Secret %s/%s: %w", promrender.ConfigSecretKey, s.Namespace, s.Name, err)
-	}
-	return string(cfg), nil
 }
 
 func objectString(obj runtime.Object) string {
