@@ -55,10 +55,11 @@ func TestPrometheusRulesBecomeRuleFilesAndABadOneIsRejectedAlone(t *testing.T) {
 	if !strings.Contains(cm.Data[goodFile], "sum(up)") {
 		t.Errorf("rule file does not hold the expression:\n%s", cm.Data[goodFile])
 	}
-	cfg, err := configOf(ns, "main")
-	if err != nil || !strings.Contains(cfg, "/etc/prometheus/rules/prometheus-main-rulefiles-0/*.yaml") {
-		t.Errorf("rule_files missing from the config (err %v):\n%s", err, cfg)
-	}
+	// The rule ConfigMaps are applied before the config Secret.
+	eventually(t, "the config loads the rule files", func() (bool, error) {
+		cfg, err := configOf(ns, "main")
+		return err == nil && strings.Contains(cfg, "/etc/prometheus/rules/prometheus-main-rulefiles-0/*.yaml"), nil
+	})
 
 	eventually(t, "the bad rule is Accepted=False with the parser's message", func() (bool, error) {
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(bad), bad); err != nil {
