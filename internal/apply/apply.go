@@ -78,11 +78,20 @@ func (a *Applier) Apply(ctx context.Context, desired client.Object, opts ...Opti
 	for _, opt := range opts {
 		opt(&o)
 	}
+	hash := ""
+	if !o.shared {
+		var err error
+		if hash, err = hashOf(desired); err != nil {
+			return Unchanged, err
+		}
+		if a.upToDate(ctx, desired, hash) {
+			return Unchanged, nil
+		}
+	}
 	u, err := a.toUnstructured(desired)
 	if err != nil {
 		return Unchanged, err
 	}
-	hash := hashOf(u)
 	if !o.shared {
 		annotations := u.GetAnnotations()
 		if annotations == nil {
@@ -90,10 +99,7 @@ func (a *Applier) Apply(ctx context.Context, desired client.Object, opts ...Opti
 		}
 		annotations[HashAnnotation] = hash
 		u.SetAnnotations(annotations)
-	} else {
-		hash = ""
 	}
-
 	gvk := u.GroupVersionKind()
 	key := client.ObjectKeyFromObject(desired)
 	result, err := a.compare(ctx, gvk, key, u, hash)
@@ -135,9 +141,47 @@ func (a *Applier) compare(ctx context.Context, gvk schema.GroupVersionKind, key 
 		return missingOrErr(err, gvk, key)
 	}
 	if (hash == "" || live.GetAnnotations()[HashAnnotation] == hash) && contains(desired.Object, live.Object, "") {
+		if hash != "" {
+			a.remember(live.GetUID(), live.GetResourceVersion())
+		}
 		return Unchanged, nil
 	}
 	return Updated, nil
+}
+
+// upToDate is the fast path of a reconcile that changes nothing: the object
+// in the cache carries the desired hash and is at the resourceVersion at
+// which we last wrote it or saw it hold every desired field. Then no
+// conversion or field comparison is needed. Kinds that are not cached are
+// never up to date here: they take the slow path.
+func (a *Applier) upToDate(ctx context.Context, desired client.Object, hash string) bool {
+	gvk := desired.GetObjectKind().GroupVersionKind()
+	gk := gvk.GroupKind()
+	key := client.ObjectKeyFromObject(desired)
+	var live metav1.Object
+	switch {
+	case gk == (schema.GroupKind{Kind: "Secret"}) || gk == (schema.GroupKind{Kind: "ConfigMap"}):
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(gvk)
+		if a.Client.Get(ctx, key, meta) != nil {
+			return false
+		}
+		live = meta
+	case a.Cached[gk]:
+		typed, err := a.Scheme.New(gvk)
+		if err != nil {
+			return false
+		}
+		obj := typed.(client.Object)
+		if a.Client.Get(ctx, key, obj) != nil {
+			return false
+		}
+		live = obj
+	default:
+		return false
+	}
+	return live.GetAnnotations()[HashAnnotation] == hash && metadataContains(desired, live) &&
+		a.isVerified(live.GetUID(), live.GetResourceVersion())
 }
 
 // compareMetadataOnly handles Secrets and ConfigMaps, whose content the cache
@@ -223,11 +267,19 @@ func (a *Applier) toUnstructured(obj client.Object) (*unstructured.Unstructured,
 	return u, nil
 }
 
-// hashOf hashes the desired object without its hash annotation.
-func hashOf(u *unstructured.Unstructured) string {
-	b, _ := json.Marshal(u.Object) // maps marshal with sorted keys: deterministic
+// hashOf hashes the desired object as rendered (without the hash
+// annotation, which render never sets). Typed objects marshal
+// deterministically: fields in declaration order, map keys sorted.
+func hashOf(obj client.Object) (string, error) {
+	if obj.GetAnnotations()[HashAnnotation] != "" {
+		return "", fmt.Errorf("%T %s already carries %s", obj, client.ObjectKeyFromObject(obj), HashAnnotation)
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return "", fmt.Errorf("hash %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:12])
+	return hex.EncodeToString(sum[:12]), nil
 }
 
 // pruneNil removes null values, which mean "unset" in a desired object
@@ -343,20 +395,22 @@ func metadataMapContains(desired, live any) bool {
 	return true
 }
 
-func metadataContains(desired *unstructured.Unstructured, live *metav1.PartialObjectMetadata) bool {
+func metadataContains(desired, live metav1.Object) bool {
+	labels, annotations := live.GetLabels(), live.GetAnnotations()
 	for k, v := range desired.GetLabels() {
-		if live.Labels[k] != v {
+		if labels[k] != v {
 			return false
 		}
 	}
 	for k, v := range desired.GetAnnotations() {
-		if live.Annotations[k] != v {
+		if annotations[k] != v {
 			return false
 		}
 	}
+	refs := live.GetOwnerReferences()
 	for _, want := range desired.GetOwnerReferences() {
 		found := false
-		for _, have := range live.OwnerReferences {
+		for _, have := range refs {
 			if have.UID == want.UID {
 				found = true
 			}
