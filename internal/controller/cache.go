@@ -3,6 +3,7 @@ package controller
 import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -21,7 +22,7 @@ func CacheOptions(namespaces []string) cache.Options {
 	generated, _ := labels.NewRequirement(promrender.LabelPrometheus, selection.Exists, nil)
 	ours := cache.ByObject{Label: labels.NewSelector().Add(*generated)}
 	opts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: transform,
 		ByObject: map[client.Object]cache.ByObject{
 			&rbacv1.Role{}:               ours,
 			&rbacv1.RoleBinding{}:        ours,
@@ -38,6 +39,29 @@ func CacheOptions(namespaces []string) cache.Options {
 	}
 	return opts
 }
+
+// transform drops what the controllers never read from cached objects:
+// managedFields everywhere, and — on the metadata-only Secrets and ConfigMaps,
+// which are watched cluster-wide only to notice that a referenced one changed
+// — the labels, annotations, owner references and finalizers of every one the
+// operator did not generate. Those are read by name; the content of the ones
+// a monitor references is read live. Large annotations (kubectl's
+// last-applied-configuration, Helm's) would otherwise be held for every
+// Secret and ConfigMap in the cluster.
+func transform(obj any) (any, error) {
+	obj, err := stripManagedFields(obj)
+	if err != nil {
+		return obj, err
+	}
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		if _, generated := m.Labels[promrender.LabelPrometheus]; !generated {
+			m.Labels, m.Annotations, m.OwnerReferences, m.Finalizers = nil, nil, nil, nil
+		}
+	}
+	return obj, nil
+}
+
+var stripManagedFields = cache.TransformStripManagedFields()
 
 // cachedKinds are the kinds the Applier reads from the cache.
 var cachedKinds = map[schema.GroupKind]bool{

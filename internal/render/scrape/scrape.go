@@ -367,7 +367,9 @@ func (g *generator) build(m monitor, uid types.UID, generation int64) (*cacheEnt
 	if err != nil {
 		return nil, nil, fmt.Errorf("marshal jobs of %s %s/%s: %w", m.kind, m.obj.GetNamespace(), m.obj.GetName(), err)
 	}
-	e.fragment, e.discovery = fragment, disc
+	// Kept for as long as the monitor is selected: a copy of exactly its size,
+	// not the encoder's larger buffer.
+	e.fragment, e.discovery = bytes.Clone(fragment), disc
 	e.jobNames = make([]string, len(jobs))
 	for i, j := range jobs {
 		e.jobNames[i] = j.JobName
