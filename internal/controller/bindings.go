@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"strings"
 	"sync/atomic"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/render/scrape"
@@ -126,27 +128,134 @@ func verdictKey(kind, namespace, name string) string { return kind + "/" + names
 // writeBindings updates status.bindings on every ServiceMonitor, PodMonitor,
 // Probe, ScrapeConfig and PrometheusRule: an entry for each selected one,
 // none on the others. nil verdicts remove this Prometheus's entries everywhere.
-func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv1.Prometheus, verdicts []scrape.Verdict) error {
+//
+// The first write for a Prometheus (after a start, or after a failure) goes
+// over every object of the five kinds. After that only what changed since
+// the last successful write is visited: objects whose verdict, generation or
+// UID changed, and objects no longer selected. A reconcile that changes no
+// verdict reads and writes nothing here; one new monitor costs one patch,
+// not a walk over thousands of monitors. selected holds the selected objects
+// by verdictKey.
+func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv1.Prometheus, verdicts []scrape.Verdict, selected map[string]client.Object) error {
+	key := client.ObjectKeyFromObject(p)
 	want := make(map[string]verdict, len(verdicts))
+	state := make(map[string]boundState, len(verdicts))
 	for _, v := range verdicts {
-		want[verdictKey(v.Kind, v.Namespace, v.Name)] = verdict{Accepted: v.Accepted, Reason: v.Reason, Message: v.Message, Generation: v.Generation}
-	}
-	var errs []error
-	var objects []boundObject
-	for _, list := range boundLists {
-		objs, err := list(ctx, r.Client)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		k := verdictKey(v.Kind, v.Namespace, v.Name)
+		want[k] = verdict{Accepted: v.Accepted, Reason: v.Reason, Message: v.Message, Generation: v.Generation}
+		st := boundState{verdict: want[k]}
+		if o := selected[k]; o != nil {
+			st.uid = o.GetUID()
 		}
-		objects = append(objects, objs...)
+		state[k] = st
 	}
-	errs = append(errs, r.syncBindings(ctx, p, objects, want))
-	return errors.Join(errs...)
+	r.mu.Lock()
+	prev := r.bound[key]
+	delete(r.bound, key) // back only once this write has fully succeeded
+	r.mu.Unlock()
+
+	var objects []boundObject
+	var errs []error
+	if prev == nil || verdicts == nil {
+		for _, list := range boundLists {
+			objs, err := list(ctx, r.Client)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			objects = append(objects, objs...)
+		}
+	} else {
+		for k, st := range state {
+			if old, ok := prev[k]; ok && old == st {
+				continue
+			}
+			if o := asBound(selected[k]); o != nil {
+				objects = append(objects, o)
+			}
+		}
+		for k := range prev {
+			if _, still := state[k]; still {
+				continue
+			}
+			o, err := r.getBound(ctx, k)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if o != nil {
+				objects = append(objects, o)
+			}
+		}
+	}
+	if len(objects) > 0 {
+		errs = append(errs, r.syncBindings(ctx, p, objects, want))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if verdicts != nil {
+		r.mu.Lock()
+		if r.bound == nil {
+			r.bound = map[types.NamespacedName]map[string]boundState{}
+		}
+		r.bound[key] = state
+		r.mu.Unlock()
+	}
+	return nil
 }
 
-// bindingPatch is one status.bindings write: the object as it should be
-// (a private copy) and the merge patch from the object as it was read.
+// boundState is what the last successful writeBindings left on one object.
+type boundState struct {
+	uid     types.UID
+	verdict verdict
+}
+
+// asBound wraps a selected object for syncBindings; nil for other types.
+func asBound(o client.Object) boundObject {
+	switch x := o.(type) {
+	case *monitoringv1.ServiceMonitor:
+		return serviceMonitor{x}
+	case *monitoringv1.PodMonitor:
+		return podMonitor{x}
+	case *monitoringv1.Probe:
+		return probe{x}
+	case *monitoringv1alpha1.ScrapeConfig:
+		return scrapeConfig{x}
+	case *monitoringv1.PrometheusRule:
+		return prometheusRule{x}
+	}
+	return nil
+}
+
+// getBound reads one object by verdictKey from the cache; nil when it is gone.
+func (r *PrometheusReconciler) getBound(ctx context.Context, k string) (boundObject, error) {
+	kind, rest, _ := strings.Cut(k, "/")
+	ns, name, _ := strings.Cut(rest, "/")
+	var obj client.Object
+	switch kind {
+	case monitoringv1.ServiceMonitorsKind:
+		obj = &monitoringv1.ServiceMonitor{}
+	case monitoringv1.PodMonitorsKind:
+		obj = &monitoringv1.PodMonitor{}
+	case monitoringv1.ProbesKind:
+		obj = &monitoringv1.Probe{}
+	case monitoringv1alpha1.ScrapeConfigsKind:
+		obj = &monitoringv1alpha1.ScrapeConfig{}
+	case monitoringv1.PrometheusRuleKind:
+		obj = &monitoringv1.PrometheusRule{}
+	default:
+		return nil, fmt.Errorf("status.bindings: unknown kind in %q", k)
+	}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read %s %s/%s: %w", kind, ns, name, err)
+	}
+	return asBound(obj), nil
+}
+
 type bindingPatch struct {
 	obj   boundObject
 	patch client.Patch

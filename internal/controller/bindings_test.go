@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -139,7 +140,7 @@ func TestBindingsArePatchedConcurrentlyAndEveryErrorIsReported(t *testing.T) {
 		}).Build()
 	r := &PrometheusReconciler{Client: c}
 
-	err := r.writeBindings(context.Background(), p, verdicts)
+	err := r.writeBindings(context.Background(), p, verdicts, nil)
 	if err == nil {
 		t.Fatal("writeBindings succeeded although five patches failed")
 	}
@@ -295,4 +296,83 @@ func TestBindingWritesStopWhenTheContextIsDone(t *testing.T) {
 	if n := calls.Load(); n != 0 {
 		t.Errorf("%d patches sent after the context was done", n)
 	}
+}
+
+func TestWriteBindingsVisitsOnlyWhatChangedAfterTheFirstWrite(t *testing.T) {
+	p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: "mon", Name: "main"}}
+	var sms []client.Object
+	selected := map[string]client.Object{}
+	var verdicts []scrape.Verdict
+	for i := range 50 {
+		sm := testServiceMonitor("team", fmt.Sprintf("sm-%02d", i))
+		sm.UID = types.UID("uid-" + sm.Name)
+		sms = append(sms, sm)
+		selected[verdictKey(monitoringv1.ServiceMonitorsKind, sm.Namespace, sm.Name)] = sm
+		verdicts = append(verdicts, scrape.Verdict{Kind: monitoringv1.ServiceMonitorsKind, Namespace: sm.Namespace, Name: sm.Name, Generation: 1, Accepted: true})
+	}
+	var lists, patches atomic.Int64
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(sms...).WithStatusSubresource(&monitoringv1.ServiceMonitor{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+				lists.Add(1)
+				return c.List(ctx, l, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				patches.Add(1)
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	r := &PrometheusReconciler{Client: c}
+	ctx := context.Background()
+	step := func(what string, wantLists, wantPatches int64) {
+		t.Helper()
+		// As the controller does: the selected objects as the cache has them now.
+		for k, o := range selected {
+			var fresh monitoringv1.ServiceMonitor
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), &fresh); err != nil {
+				t.Fatal(err)
+			}
+			fresh.UID = o.GetUID()
+			selected[k] = &fresh
+		}
+		lists.Store(0)
+		patches.Store(0)
+		if err := r.writeBindings(ctx, p, verdicts, selected); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if lists.Load() != wantLists || patches.Load() != wantPatches {
+			t.Fatalf("%s: %d lists, %d patches; want %d, %d", what, lists.Load(), patches.Load(), wantLists, wantPatches)
+		}
+	}
+	step("first write", int64(len(boundLists)), 50)
+	step("nothing changed", 0, 0)
+
+	verdicts[7].Accepted, verdicts[7].Reason, verdicts[7].Message = false, "InvalidRegex", "bad"
+	step("one verdict changed", 0, 1)
+
+	gone := verdicts[3]
+	verdicts = append(verdicts[:3], verdicts[4:]...)
+	delete(selected, verdictKey(gone.Kind, gone.Namespace, gone.Name))
+	step("one monitor no longer selected", 0, 1)
+	var sm monitoringv1.ServiceMonitor
+	if err := c.Get(ctx, client.ObjectKey{Namespace: gone.Namespace, Name: gone.Name}, &sm); err != nil {
+		t.Fatal(err)
+	}
+	if bindingIndex(sm.Status.Bindings, p) >= 0 {
+		t.Errorf("the binding stayed on %s after it was no longer selected", gone.Name)
+	}
+
+	// Deleted and created again between two reconciles: same name and
+	// generation, a new UID and no binding yet.
+	k := verdictKey(verdicts[0].Kind, verdicts[0].Namespace, verdicts[0].Name)
+	if err := c.Delete(ctx, selected[k]); err != nil {
+		t.Fatal(err)
+	}
+	again := testServiceMonitor(verdicts[0].Namespace, verdicts[0].Name)
+	if err := c.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	again.UID = "new-uid"
+	selected[k] = again
+	step("one monitor recreated under the same name", 0, 1)
 }

@@ -51,6 +51,7 @@ type PrometheusReconciler struct {
 	mu       sync.Mutex
 	verdicts map[types.NamespacedName]map[string]scrape.Verdict // last verdicts, for Events on change only
 	caches   map[types.NamespacedName]*render.Cache             // what each Prometheus's renders carry over
+	bound    map[types.NamespacedName]map[string]boundState     // what the last successful writeBindings left, by verdictKey
 }
 
 // renderCache is the render cache of one Prometheus. Reconciles of one key
@@ -146,7 +147,7 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	st.reconciled = true
 	// Accepted now means "in the configuration Prometheus was handed".
-	if err := r.writeBindings(ctx, p, desired.Verdicts); err != nil {
+	if err := r.writeBindings(ctx, p, desired.Verdicts, selected); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
@@ -243,7 +244,7 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, p *monitoringv1.Pro
 	if _, err := r.Applier.Prune(ctx, "", labels, "", nil, rbacKinds); err != nil {
 		return fmt.Errorf("clean up after Prometheus %s: %w", klog.KObj(p), err)
 	}
-	if err := r.writeBindings(ctx, p, nil); err != nil {
+	if err := r.writeBindings(ctx, p, nil, nil); err != nil {
 		return fmt.Errorf("remove the bindings of Prometheus %s: %w", klog.KObj(p), err)
 	}
 	patch := client.MergeFrom(p.DeepCopy())
@@ -260,6 +261,7 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.verdicts, key)
 	delete(r.caches, key)
+	delete(r.bound, key)
 	r.mu.Unlock()
 }
 
