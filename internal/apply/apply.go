@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -43,6 +44,9 @@ type Applier struct {
 	// content was last seen equal to what we applied. Lets metadata-only
 	// kinds skip a live read when nobody touched them since.
 	verified map[types.UID]string
+	// inflight holds, for each write sent and not yet answered, a channel
+	// closed when the answer has been recorded ("<Kind>/<ns>/<name>").
+	inflight map[string]chan struct{}
 }
 
 // Result tells what Apply did.
@@ -106,6 +110,8 @@ func (a *Applier) Apply(ctx context.Context, desired client.Object, opts ...Opti
 	if err != nil || result == Unchanged {
 		return result, err
 	}
+	sent := a.sending(gvk.Kind, key)
+	defer sent()
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(o.fieldManager), client.ForceOwnership); err != nil {
 		return Unchanged, fmt.Errorf("apply %s %s: %w", gvk.Kind, key, err)
 	}
@@ -231,8 +237,52 @@ func (a *Applier) remember(uid types.UID, rv string) {
 }
 
 // IsOwnWrite reports whether the object is exactly as this Applier last
-// wrote or verified it: an event for it is the echo of our own write.
-func (a *Applier) IsOwnWrite(uid types.UID, rv string) bool { return a.isVerified(uid, rv) }
+// wrote or verified it: an event for it is the echo of our own write. The
+// watch often delivers our write before the client has read the answer to
+// it; when a write of that object is still waiting for its answer, this
+// waits for it (at most echoWait) before deciding.
+func (a *Applier) IsOwnWrite(kind string, key client.ObjectKey, uid types.UID, rv string) bool {
+	if a.isVerified(uid, rv) {
+		return true
+	}
+	a.mu.Lock()
+	done := a.inflight[inflightKey(kind, key)]
+	a.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+	case <-time.After(echoWait):
+	}
+	return a.isVerified(uid, rv)
+}
+
+// echoWait bounds how long an event handler waits for a write in flight.
+const echoWait = time.Second
+
+func inflightKey(kind string, key client.ObjectKey) string {
+	return kind + "/" + key.Namespace + "/" + key.Name
+}
+
+// sending registers a write of one object until the returned func is called.
+func (a *Applier) sending(kind string, key client.ObjectKey) func() {
+	k, done := inflightKey(kind, key), make(chan struct{})
+	a.mu.Lock()
+	if a.inflight == nil {
+		a.inflight = map[string]chan struct{}{}
+	}
+	a.inflight[k] = done
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		if a.inflight[k] == done {
+			delete(a.inflight, k)
+		}
+		a.mu.Unlock()
+		close(done)
+	}
+}
 
 func (a *Applier) isVerified(uid types.UID, rv string) bool {
 	a.mu.Lock()

@@ -83,7 +83,7 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // monitors read them.
 func (r *PrometheusReconciler) metadataHandler(kind string) handler.EventHandler {
 	enqueue := func(q queue, obj client.Object, ownEchoPossible bool) {
-		ownEcho := ownEchoPossible && r.Applier.IsOwnWrite(obj.GetUID(), obj.GetResourceVersion())
+		ownEcho := ownEchoPossible && r.Applier.IsOwnWrite(kind, client.ObjectKeyFromObject(obj), obj.GetUID(), obj.GetResourceVersion())
 		for _, req := range r.mapOwned(kind, obj, ownEcho) {
 			q.Add(req)
 		}
