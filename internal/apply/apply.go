@@ -169,7 +169,7 @@ func (a *Applier) upToDate(ctx context.Context, desired client.Object, hash stri
 	case gk == (schema.GroupKind{Kind: "Secret"}) || gk == (schema.GroupKind{Kind: "ConfigMap"}):
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(gvk)
-		if a.Client.Get(ctx, key, meta) != nil {
+		if a.Client.Get(ctx, key, meta, client.UnsafeDisableDeepCopy) != nil { // read only
 			return false
 		}
 		live = meta
@@ -179,7 +179,7 @@ func (a *Applier) upToDate(ctx context.Context, desired client.Object, hash stri
 			return false
 		}
 		obj := typed.(client.Object)
-		if a.Client.Get(ctx, key, obj) != nil {
+		if a.Client.Get(ctx, key, obj, client.UnsafeDisableDeepCopy) != nil { // read only
 			return false
 		}
 		live = obj

@@ -211,6 +211,7 @@ func generate(in Input) (*Result, error) {
 	chosen := make([]*cacheEntry, 0, len(monitors)) // by verdict; nil for duplicates
 	keys := make([]string, 0, len(monitors))
 	var pending []*candidate
+	pendingBytes := 0
 	seen := make(map[string]struct{}, len(monitors))
 
 	for _, m := range monitors {
@@ -245,14 +246,19 @@ func generate(in Input) (*Result, error) {
 		chosen = append(chosen, e)
 		if c != nil {
 			pending = append(pending, c)
+			pendingBytes += len(e.fragment)
+		}
+		// Every monitor's jobs must pass Prometheus's loader on their own. A job's validity
+		// depends only on itself and the global section (and on job names being unique, which
+		// they are by construction: kind, namespace and name are in every name and duplicates
+		// are refused above), so monitors are loaded in batches, and only a batch that fails is
+		// loaded monitor by monitor to find whose fault it is. A batch is checked as soon as it
+		// is full, so that the jobs built for it are garbage before the next are built.
+		if pendingBytes >= checkBatchBytes {
+			g.check(pending)
+			pending, pendingBytes = pending[:0], 0
 		}
 	}
-
-	// Every monitor's jobs must pass Prometheus's loader on their own. A job's validity depends
-	// only on itself and the global section (and on job names being unique, which they are by
-	// construction: kind, namespace and name are in every name and duplicates are refused
-	// above), so monitors are loaded in batches, and only a batch that fails is loaded monitor
-	// by monitor to find whose fault it is.
 	g.check(pending)
 
 	// Remember what this render used, forget what it no longer needs.
@@ -384,6 +390,11 @@ const checkBatchBytes = 256 << 10
 // check loads the candidates' jobs under the global section, in batches, and rejects those the
 // loader refuses.
 func (g *generator) check(pending []*candidate) {
+	defer func(all []*candidate) {
+		for _, c := range all {
+			c.jobs = nil // built for the loader's word only
+		}
+	}(pending)
 	for len(pending) > 0 {
 		n, size := 0, 0
 		for n < len(pending) && (n == 0 || size+len(pending[n].entry.fragment) <= checkBatchBytes) {
