@@ -257,8 +257,9 @@ func (r *PrometheusReconciler) getBound(ctx context.Context, k string) (boundObj
 }
 
 type bindingPatch struct {
-	obj   boundObject
-	patch client.Patch
+	obj  boundObject // as read: the base of the patch, never modified
+	idx  int         // index of this Prometheus's binding on obj, -1 if none
+	want *monitoringv1.WorkloadBinding
 }
 
 // syncBindings makes the binding of Prometheus p on every object match the
@@ -272,7 +273,10 @@ func (r *PrometheusReconciler) syncBindings(ctx context.Context, p *monitoringv1
 	return r.sendBindings(ctx, planBindings(p, objects, verdicts))
 }
 
-// planBindings decides, without any I/O, which objects need a patch.
+// planBindings decides, without any I/O, which objects need a patch. The
+// copies the patches are made on are taken only when each is sent, so that a
+// first write over thousands of objects holds a few copies at a time, not one
+// per object.
 func planBindings(p *monitoringv1.Prometheus, objects []boundObject, verdicts map[string]verdict) []bindingPatch {
 	var plan []bindingPatch
 	for _, obj := range objects {
@@ -289,22 +293,28 @@ func planBindings(p *monitoringv1.Prometheus, objects []boundObject, verdicts ma
 		if idx >= 0 && want != nil && sameBinding(&have[idx], want) {
 			continue
 		}
-		// The unmodified object is the base of the patch: nothing writes to
-		// it, and the patch marshals it only when it is sent.
-		patch := client.MergeFromWithOptions(obj.object(), client.MergeFromWithOptimisticLock{})
-		cp := obj.deepCopy()
-		st := cp.bindings()
-		switch {
-		case want == nil:
-			st.Bindings = append(st.Bindings[:idx:idx], st.Bindings[idx+1:]...)
-		case idx < 0:
-			st.Bindings = append(st.Bindings, *want)
-		default:
-			st.Bindings[idx] = *want
-		}
-		plan = append(plan, bindingPatch{obj: cp, patch: patch})
+		plan = append(plan, bindingPatch{obj: obj, idx: idx, want: want})
 	}
 	return plan
+}
+
+// patched returns the object to send and its patch: a copy of obj with the
+// binding at idx replaced by want (added when idx < 0, removed when want is
+// nil). obj itself, which may be the informer cache's, is only read.
+func (b bindingPatch) patched() (boundObject, client.Patch) {
+	// The unmodified object is the base of the patch.
+	patch := client.MergeFromWithOptions(b.obj.object(), client.MergeFromWithOptimisticLock{})
+	cp := b.obj.deepCopy()
+	st := cp.bindings()
+	switch {
+	case b.want == nil:
+		st.Bindings = append(st.Bindings[:b.idx:b.idx], st.Bindings[b.idx+1:]...)
+	case b.idx < 0:
+		st.Bindings = append(st.Bindings, *b.want)
+	default:
+		st.Bindings[b.idx] = *b.want
+	}
+	return cp, patch
 }
 
 // sendBindings sends the patches from at most bindingWriters goroutines and
@@ -340,7 +350,8 @@ func (r *PrometheusReconciler) sendBindings(ctx context.Context, plan []bindingP
 }
 
 func (r *PrometheusReconciler) patchBinding(ctx context.Context, b bindingPatch) error {
-	err := r.Client.Status().Patch(ctx, b.obj.object(), b.patch)
+	obj, patch := b.patched()
+	err := r.Client.Status().Patch(ctx, obj.object(), patch)
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
 	}

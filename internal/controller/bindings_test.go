@@ -241,19 +241,20 @@ func TestPlanningBindingsNeverModifiesTheListedObjects(t *testing.T) {
 		}
 	}
 	for _, b := range plan {
-		if b.obj.object() == client.Object(listed[0]) || b.obj.object() == client.Object(listed[1]) || b.obj.object() == client.Object(listed[2]) {
-			t.Errorf("%s: the patch would send the listed object itself", b.obj.GetName())
+		obj, patch := b.patched()
+		if obj.object() == client.Object(listed[0]) || obj.object() == client.Object(listed[1]) || obj.object() == client.Object(listed[2]) {
+			t.Errorf("%s: the patch would send the listed object itself", obj.GetName())
 		}
-		data, err := b.patch.Data(b.obj.object())
+		data, err := patch.Data(obj.object())
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Optimistic lock on the version read, and only the status changes.
 		if !strings.Contains(string(data), `"resourceVersion":"7"`) || strings.Contains(string(data), `"spec"`) {
-			t.Errorf("%s: patch %s", b.obj.GetName(), data)
+			t.Errorf("%s: patch %s", obj.GetName(), data)
 		}
-		got := b.obj.bindings().Bindings
-		switch b.obj.GetName() {
+		got := obj.bindings().Bindings
+		switch obj.GetName() {
 		case "update":
 			if len(got) != 2 || got[0].Conditions[0].Reason != "InvalidRegex" || got[1].Name != "other" {
 				t.Errorf("update: %+v", got)
