@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -37,5 +39,41 @@ func TestAnEchoThatOvertakesTheWriteIsRecognised(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 10*time.Millisecond {
 		t.Errorf("waited %v with no write in flight", waited)
+	}
+}
+
+func TestHashIsStableAndSeesEveryChange(t *testing.T) {
+	role := func(verb string, labels map[string]string) *rbacv1.Role {
+		return &rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", Labels: labels},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{verb}}},
+		}
+	}
+	labels := map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}
+	first, err := hashOf(role("get", labels))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 { // map iteration order varies from run to run
+		if h, _ := hashOf(role("get", map[string]string{"e": "5", "d": "4", "c": "3", "b": "2", "a": "1"})); h != first {
+			t.Fatalf("the same object hashed to %s and %s", first, h)
+		}
+	}
+	if h, _ := hashOf(role("list", labels)); h == first {
+		t.Error("a changed rule did not change the hash")
+	}
+	if h, _ := hashOf(role("get", map[string]string{"a": "1"})); h == first {
+		t.Error("changed labels did not change the hash")
+	}
+	other := role("get", labels)
+	other.Kind = "ClusterRole"
+	if h, _ := hashOf(other); h == first {
+		t.Error("the kind is not part of the hash")
+	}
+	annotated := role("get", labels)
+	annotated.Annotations = map[string]string{HashAnnotation: "x"}
+	if _, err := hashOf(annotated); err == nil {
+		t.Error("an object already carrying the hash annotation was hashed")
 	}
 }
