@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -52,6 +54,11 @@ type PrometheusReconciler struct {
 	verdicts map[types.NamespacedName]map[string]scrape.Verdict // last verdicts, for Events on change only
 	caches   map[types.NamespacedName]*render.Cache             // what each Prometheus's renders carry over
 	bound    map[types.NamespacedName]map[string]boundState     // what the last successful writeBindings left, by verdictKey
+	// verdictList is the last verdicts in render order, to skip the diff
+	// when none changed; pruned is the desired set of the last successful
+	// prune (see applyAll).
+	verdictList map[types.NamespacedName][]scrape.Verdict
+	pruned      map[types.NamespacedName]string
 }
 
 // renderCache is the render cache of one Prometheus. Reconciles of one key
@@ -213,10 +220,25 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 		return errors.Join(errs...)
 	}
 	var keep []client.Object
+	var set strings.Builder
 	for _, obj := range d.Objects {
 		if !promrender.Shared(obj) {
 			keep = append(keep, obj)
+			fmt.Fprintf(&set, "%s/%s/%s\n", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName())
 		}
+	}
+	// Nothing can need pruning while the desired set stays the one the last
+	// successful prune kept: what this operator no longer wants leaves the
+	// set first. The first reconcile of each Prometheus in a process prunes
+	// always, which also takes care of leftovers from earlier runs.
+	key := client.ObjectKeyFromObject(p)
+	r.mu.Lock()
+	unchanged := r.pruned[key] == set.String()
+	delete(r.pruned, key)
+	r.mu.Unlock()
+	if unchanged {
+		r.rememberPruned(key, set.String())
+		return nil
 	}
 	labels := map[string]string{promrender.LabelPrometheus: p.Name, promrender.LabelPrometheusNamespace: p.Namespace}
 	deleted, err := r.Applier.Prune(ctx, p.Namespace, labels, p.UID, keep, ownedKinds)
@@ -231,7 +253,17 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 	if deleted = append(deleted, more...); len(deleted) > 0 {
 		log.Info("Deleted objects that are no longer desired", "prometheus", klog.KObj(p), "objects", deleted)
 	}
+	r.rememberPruned(key, set.String())
 	return nil
+}
+
+func (r *PrometheusReconciler) rememberPruned(key types.NamespacedName, set string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pruned == nil {
+		r.pruned = map[types.NamespacedName]string{}
+	}
+	r.pruned[key] = set
 }
 
 // finalize deletes the objects without an owner reference, then lets the
@@ -262,6 +294,8 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 	delete(r.verdicts, key)
 	delete(r.caches, key)
 	delete(r.bound, key)
+	delete(r.verdictList, key)
+	delete(r.pruned, key)
 	r.mu.Unlock()
 }
 
@@ -269,8 +303,16 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 // Prometheus changes (rejected, or accepted again), not on every reconcile.
 func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdicts []scrape.Verdict, selected map[string]client.Object) {
 	key := client.ObjectKeyFromObject(p)
-	now := make(map[string]scrape.Verdict, len(verdicts))
 	r.mu.Lock()
+	if last, ok := r.verdictList[key]; ok && slices.Equal(last, verdicts) {
+		r.mu.Unlock()
+		return // the usual reconcile: no verdict changed
+	}
+	if r.verdictList == nil {
+		r.verdictList = map[types.NamespacedName][]scrape.Verdict{}
+	}
+	r.verdictList[key] = slices.Clone(verdicts)
+	now := make(map[string]scrape.Verdict, len(verdicts))
 	prev := r.verdicts[key]
 	if r.verdicts == nil {
 		r.verdicts = map[types.NamespacedName]map[string]scrape.Verdict{}

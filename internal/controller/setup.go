@@ -48,7 +48,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // SetupWithManager wires the watches. Every event ends as the key of the
 // Prometheus objects it concerns, and only those.
 func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.gather = &gather.Cluster{Cache: mgr.GetClient(), Live: r.Live}
+	r.gather = &gather.Cluster{Cache: mgr.GetClient(), Live: r.Live, Informers: mgr.GetCache()}
 	r.refs = newRefIndex()
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).

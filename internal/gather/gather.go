@@ -12,6 +12,8 @@ import (
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/render"
@@ -25,6 +27,11 @@ import (
 type Cluster struct {
 	Cache client.Reader
 	Live  client.Reader
+	// Informers, when set (the controller's cache), serve the monitors
+	// straight from the informers' stores: the cached objects themselves,
+	// without the copy into a typed list that a List makes even when told
+	// not to deep-copy. Render only reads them.
+	Informers InformerSource
 }
 
 // Result is the gathered inputs plus what the controller needs to know for
@@ -147,22 +154,75 @@ func selectKind[T any, PT interface {
 	if sel.OwnNamespaceOnly() {
 		opts = append(opts, client.InNamespace(p.Namespace))
 	}
-	if err := c.Cache.List(ctx, list, opts...); err != nil {
-		return nil, fmt.Errorf("list %T: %w", list, err)
-	}
 	nsLabels, err := c.namespaceLabels(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
-	all := items(list)
+	ns := ""
+	if sel.OwnNamespaceOnly() {
+		ns = p.Namespace
+	}
+	all, shared, err := fromStore[T, PT](ctx, c.Informers, ns)
+	if err != nil {
+		return nil, err
+	}
+	if !shared {
+		if err := c.Cache.List(ctx, list, opts...); err != nil {
+			return nil, fmt.Errorf("list %T: %w", list, err)
+		}
+		listed := items(list)
+		all = make([]PT, len(listed))
+		for i := range listed {
+			all[i] = PT(&listed[i])
+		}
+	}
 	out := make([]PT, 0, len(all))
-	for i := range all {
-		o := PT(&all[i])
+	for _, o := range all {
 		if o.GetDeletionTimestamp().IsZero() && sel.Match(o.GetNamespace(), o.GetLabels(), nsLabels[o.GetNamespace()]).Selected {
 			out = append(out, o)
 		}
 	}
 	return out, nil
+}
+
+// InformerSource is the part of the controller-runtime cache that hands out
+// informers.
+type InformerSource interface {
+	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
+}
+
+// fromStore returns the objects of one kind from its informer's store (in
+// namespace ns, or all), and false when src cannot serve them that way (no
+// source, or an informer that is not a single shared index informer, as with
+// a cache restricted to some namespaces).
+func fromStore[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, src InformerSource, ns string) ([]PT, bool, error) {
+	if src == nil {
+		return nil, false, nil
+	}
+	inf, err := src.GetInformer(ctx, PT(new(T)))
+	if err != nil {
+		return nil, false, fmt.Errorf("informer for %T: %w", new(T), err)
+	}
+	sii, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, false, nil
+	}
+	var objs []any
+	if ns == "" {
+		objs = sii.GetIndexer().List()
+	} else if objs, err = sii.GetIndexer().ByIndex(toolscache.NamespaceIndex, ns); err != nil {
+		return nil, false, nil
+	}
+	out := make([]PT, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(PT); ok {
+			out = append(out, t)
+		}
+	}
+	return out, true, nil
 }
 
 func ownedBy(obj client.Object, p *monitoringv1.Prometheus) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -137,5 +138,21 @@ func TestCacheSkipsObjectsWithoutVersions(t *testing.T) {
 	w.secrets[0].Data["pass"] = []byte("changed")
 	if h, m := w.step(t, c); h != 0 || m != 3 {
 		t.Fatalf("%d hits, %d misses; want 0, 3", h, m)
+	}
+}
+
+func TestCompareKeysOrdersLikeTheJoinedString(t *testing.T) {
+	parts := []string{"", "a", "a-b", "a.b", "ab", "a/b", "b", "a0", "z", "a-", "aa"}
+	for _, nsA := range parts {
+		for _, nA := range parts {
+			for _, nsB := range parts {
+				for _, nB := range parts {
+					want := strings.Compare(nsA+"/"+nA, nsB+"/"+nB)
+					if got := compareKeys(nsA, nA, nsB, nB); got != want {
+						t.Fatalf("compareKeys(%q, %q, %q, %q) = %d, want %d", nsA, nA, nsB, nB, got, want)
+					}
+				}
+			}
+		}
 	}
 }

@@ -10,6 +10,7 @@ package scrape
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -519,30 +520,50 @@ func sortedObjects[T any, PT interface {
 	*T
 	metav1.Object
 }](in []PT) []PT {
-	type keyed struct {
-		key string
-		obj PT
-	}
-	ks := make([]keyed, 0, len(in))
+	out := make([]PT, 0, len(in))
 	for _, o := range in {
 		if o != nil {
-			ks = append(ks, keyed{key: o.GetNamespace() + "/" + o.GetName(), obj: o})
+			out = append(out, o)
 		}
 	}
-	slices.SortStableFunc(ks, func(a, b keyed) int {
-		if c := strings.Compare(a.key, b.key); c != 0 {
+	// Ties on namespace/name are broken completely, so an unstable sort gives
+	// the one order there is.
+	slices.SortFunc(out, func(a, b PT) int {
+		if c := compareKeys(a.GetNamespace(), a.GetName(), b.GetNamespace(), b.GetName()); c != 0 {
 			return c
 		}
-		if c := strings.Compare(string(a.obj.GetUID()), string(b.obj.GetUID())); c != 0 {
+		if c := strings.Compare(string(a.GetUID()), string(b.GetUID())); c != 0 {
 			return c
 		}
-		return strings.Compare(a.obj.GetResourceVersion(), b.obj.GetResourceVersion())
+		return strings.Compare(a.GetResourceVersion(), b.GetResourceVersion())
 	})
-	out := make([]PT, len(ks))
-	for i := range ks {
-		out[i] = ks[i].obj
-	}
 	return out
+}
+
+// compareKeys compares "nsA/nameA" with "nsB/nameB" as strings, without
+// building them.
+func compareKeys(nsA, nameA, nsB, nameB string) int {
+	if nsA == nsB {
+		return strings.Compare(nameA, nameB)
+	}
+	// The namespaces differ; where one is a prefix of the other, the
+	// shorter continues with '/'.
+	n := min(len(nsA), len(nsB))
+	if nsA[:n] != nsB[:n] {
+		return strings.Compare(nsA[:n], nsB[:n])
+	}
+	var c int
+	if len(nsA) == n {
+		c = cmp.Compare(byte('/'), nsB[n])
+	} else {
+		c = cmp.Compare(nsA[n], byte('/'))
+	}
+	if c != 0 {
+		return c
+	}
+	// A '/' in a namespace (never in Kubernetes, possible in files): compare
+	// the strings themselves.
+	return strings.Compare(nsA+"/"+nameA, nsB+"/"+nameB)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
