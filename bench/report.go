@@ -116,6 +116,9 @@ func markdownTable(rs []Result) string {
 	row("**change → job in config, p99 (ms)**", "≤ 50 (S1)", changes(func(r Result) string { return "**" + num(r.ChangeP99Ms) + "**" }))
 	row("change → job in config, max (ms)", "", changes(func(r Result) string { return num(r.ChangeMaxMs) }))
 	row("reconciles per change", "", changes(func(r Result) string { return fmt.Sprintf("%.2f", r.ReconcilesPerChange) }))
+	row("of a change: create call incl. webhook, p50 (ms)", "", changes(func(r Result) string { return optNum(r.ChangeCreateP50Ms, "%.1f") }))
+	row("of a change: reconcile duration, mean (ms)", "", changes(func(r Result) string { return optNum(r.ChangeReconcileMs, "%.1f") }))
+	row("of a change: reconcile phases, mean", "", changes(func(r Result) string { return phaseText(r.ChangePhaseMs) }))
 	row("CPU per change (s)", "", changes(func(r Result) string { return fmt.Sprintf("%.2f", r.ChangeCPUSecondsPer) }))
 	row("RSS when converged (MiB)", "", func(r Result) string { return num(r.ConvergedRSSMiB) })
 	row("**peak RSS, VmHWM (MiB)**", "≤ 150 (S1)", func(r Result) string { return "**" + num(r.PeakRSSMiB) + "**" })
@@ -243,4 +246,12 @@ prometheus controller is idle.
 	b.WriteString(markdownTable(rs))
 	b.WriteString("\n" + docEnd + "\n")
 	return b.String()
+}
+
+// optNum formats v, or "–" for a figure an older result does not have.
+func optNum(v float64, format string) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
 }

@@ -138,6 +138,14 @@ func verdictKey(kind, namespace, name string) string { return kind + "/" + names
 // by verdictKey.
 func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv1.Prometheus, verdicts []scrape.Verdict, selected map[string]client.Object) error {
 	key := client.ObjectKeyFromObject(p)
+	// The usual reconcile: the same verdicts, in the same order, on the same
+	// objects as the last successful write. Nothing to do, nothing to build.
+	r.mu.Lock()
+	same := r.bound[key] != nil && verdicts != nil && sameBound(r.boundList[key], verdicts, selected)
+	r.mu.Unlock()
+	if same {
+		return nil
+	}
 	want := make(map[string]verdict, len(verdicts))
 	state := make(map[string]boundState, len(verdicts))
 	for _, v := range verdicts {
@@ -152,6 +160,7 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 	r.mu.Lock()
 	prev := r.bound[key]
 	delete(r.bound, key) // back only once this write has fully succeeded
+	delete(r.boundList, key)
 	r.mu.Unlock()
 
 	var objects []boundObject
@@ -200,9 +209,41 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 			r.bound = map[types.NamespacedName]map[string]boundState{}
 		}
 		r.bound[key] = state
+		if r.boundList == nil {
+			r.boundList = map[types.NamespacedName][]boundVerdict{}
+		}
+		list := make([]boundVerdict, len(verdicts))
+		for i, v := range verdicts {
+			list[i] = boundVerdict{Verdict: v, uid: state[verdictKey(v.Kind, v.Namespace, v.Name)].uid}
+		}
+		r.boundList[key] = list
 		r.mu.Unlock()
 	}
 	return nil
+}
+
+// boundVerdict is one verdict as written, with the UID of its object.
+type boundVerdict struct {
+	scrape.Verdict
+	uid types.UID
+}
+
+// sameBound says whether verdicts, on the objects selected, are exactly
+// those last written.
+func sameBound(last []boundVerdict, verdicts []scrape.Verdict, selected map[string]client.Object) bool {
+	if len(last) != len(verdicts) {
+		return false
+	}
+	for i, v := range verdicts {
+		if last[i].Verdict != v {
+			return false
+		}
+		o := selected[verdictKey(v.Kind, v.Namespace, v.Name)]
+		if o == nil || o.GetUID() != last[i].uid {
+			return false
+		}
+	}
+	return true
 }
 
 // boundState is what the last successful writeBindings left on one object.

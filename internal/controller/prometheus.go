@@ -58,6 +58,7 @@ type PrometheusReconciler struct {
 	// when none changed; pruned is the desired set of the last successful
 	// prune (see applyAll).
 	verdictList map[types.NamespacedName][]scrape.Verdict
+	boundList   map[types.NamespacedName][]boundVerdict
 	pruned      map[types.NamespacedName]string
 }
 
@@ -132,7 +133,8 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 
-	desired, selected, err := r.render(ctx, p)
+	phases := startPhases()
+	desired, selected, err := r.render(ctx, p, phases)
 	var specErr *render.SpecError
 	if errors.As(err, &specErr) {
 		// Stalled until the user changes the spec: no requeue, running
@@ -148,13 +150,17 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	r.reportVerdicts(p, desired.Verdicts, selected)
 
-	if err := r.applyAll(ctx, p, desired); err != nil {
+	err = r.applyAll(ctx, p, desired)
+	phases.done("apply")
+	if err != nil {
 		st.reconcileErr = &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}
 		return ctrl.Result{}, err
 	}
 	st.reconciled = true
 	// Accepted now means "in the configuration Prometheus was handed".
-	if err := r.writeBindings(ctx, p, desired.Verdicts, selected); err != nil {
+	err = r.writeBindings(ctx, p, desired.Verdicts, selected)
+	phases.done("bindings")
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
@@ -162,8 +168,9 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // render gathers and renders; it also returns the selected objects keyed
 // "<Kind>/<namespace>/<name>", for Events.
-func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prometheus) (*render.Desired, map[string]client.Object, error) {
+func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prometheus, phases *phaseTimer) (*render.Desired, map[string]client.Object, error) {
 	g, err := r.gather.Prometheus(ctx, p)
+	phases.done("gather")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,6 +195,9 @@ func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prome
 		add(monitoringv1.PrometheusRuleKind, o)
 	}
 	d, err := render.Prometheus(g.Inputs)
+	phases.done("render")
+	renderCacheMonitors.WithLabelValues("hit").Add(float64(g.Inputs.Cache.Scrape.Hits))
+	renderCacheMonitors.WithLabelValues("miss").Add(float64(g.Inputs.Cache.Scrape.Misses))
 	return d, selected, err
 }
 
@@ -295,6 +305,7 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 	delete(r.caches, key)
 	delete(r.bound, key)
 	delete(r.verdictList, key)
+	delete(r.boundList, key)
 	delete(r.pruned, key)
 	r.mu.Unlock()
 }

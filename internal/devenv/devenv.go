@@ -106,6 +106,9 @@ func StartOperator(ctx context.Context, bin, kubeconfig, logPath string, extraAr
 	}, extraArgs...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if e := os.Getenv("BENCH_OPERATOR_ENV"); e != "" {
+		cmd.Env = append(os.Environ(), e)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
