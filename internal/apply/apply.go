@@ -35,7 +35,12 @@ const HashAnnotation = "lookout.dev/applied-hash"
 type Applier struct {
 	Client client.Client // writes, and reads of fully cached kinds
 	Live   client.Reader // uncached reads
-	Scheme *runtime.Scheme
+	// Metadata serves the metadata-only Secrets and ConfigMaps from the
+	// informers (the controller-runtime cache itself: the manager's client
+	// sends every Secret and ConfigMap read to the API server, as it must
+	// for contents). Nil: Client.
+	Metadata client.Reader
+	Scheme   *runtime.Scheme
 	// Cached says which kinds the Client reads from a full informer cache.
 	Cached map[schema.GroupKind]bool
 
@@ -155,6 +160,13 @@ func (a *Applier) compare(ctx context.Context, gvk schema.GroupVersionKind, key 
 	return Updated, nil
 }
 
+func (a *Applier) metadata() client.Reader {
+	if a.Metadata != nil {
+		return a.Metadata
+	}
+	return a.Client
+}
+
 // upToDate is the fast path of a reconcile that changes nothing: the object
 // in the cache carries the desired hash and is at the resourceVersion at
 // which we last wrote it or saw it hold every desired field. Then no
@@ -169,7 +181,7 @@ func (a *Applier) upToDate(ctx context.Context, desired client.Object, hash stri
 	case gk == (schema.GroupKind{Kind: "Secret"}) || gk == (schema.GroupKind{Kind: "ConfigMap"}):
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(gvk)
-		if a.Client.Get(ctx, key, meta, client.UnsafeDisableDeepCopy) != nil { // read only
+		if a.metadata().Get(ctx, key, meta, client.UnsafeDisableDeepCopy) != nil { // read only
 			return false
 		}
 		live = meta
@@ -196,7 +208,7 @@ func (a *Applier) upToDate(ctx context.Context, desired client.Object, hash stri
 func (a *Applier) compareMetadataOnly(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, desired *unstructured.Unstructured, hash string) (Result, error) {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(gvk)
-	if err := a.Client.Get(ctx, key, meta); err != nil {
+	if err := a.metadata().Get(ctx, key, meta); err != nil {
 		return missingOrErr(err, gvk, key)
 	}
 	if meta.Annotations[HashAnnotation] != hash || !metadataContains(desired, meta) {

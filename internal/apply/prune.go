@@ -25,7 +25,10 @@ func (a *Applier) Prune(ctx context.Context, namespace string, labels map[string
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		var reader client.Reader = a.Live
-		if a.Cached[gvk.GroupKind()] || gvk.Kind == "Secret" || gvk.Kind == "ConfigMap" {
+		switch {
+		case gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap"):
+			reader = a.metadata()
+		case a.Cached[gvk.GroupKind()]:
 			reader = a.Client
 		}
 		if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels)); err != nil {

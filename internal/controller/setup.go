@@ -36,10 +36,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Recorder: mgr.GetEventRecorder("lookout"),
 		Options:  opts,
 		Applier: &apply.Applier{
-			Client: mgr.GetClient(),
-			Live:   mgr.GetAPIReader(),
-			Scheme: mgr.GetScheme(),
-			Cached: cachedKinds,
+			Client:   mgr.GetClient(),
+			Live:     mgr.GetAPIReader(),
+			Metadata: mgr.GetCache(),
+			Scheme:   mgr.GetScheme(),
+			Cached:   cachedKinds,
 		},
 	}
 	return r.SetupWithManager(mgr)
