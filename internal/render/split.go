@@ -39,10 +39,10 @@ func split(res *scrape.Result, c *pieceCache) (main []byte, pieces [][]byte, err
 	if res.Size <= SplitThreshold {
 		return res.Config(), nil, nil
 	}
-	slots := make([][][]byte, prometheus.ConfigPieceSlots)
+	slots := make([][]scrape.Group, prometheus.ConfigPieceSlots)
 	for _, g := range res.Groups {
 		i := pieceOf(g.Key)
-		slots[i] = append(slots[i], g.YAML)
+		slots[i] = append(slots[i], g)
 	}
 	pieces = make([][]byte, len(slots))
 	fits := true
@@ -74,7 +74,7 @@ func pieceOf(key string) int {
 func pack(groups []scrape.Group, size int) ([][]byte, error) {
 	var all [][]byte
 	for _, g := range groups {
-		all = append(all, g.YAML)
+		all = append(all, g.Bytes())
 	}
 	gz, err := Gzip(bytes.Join(all, nil))
 	if err != nil {
@@ -136,17 +136,17 @@ func compressChunk(groups [][]byte) ([][]byte, error) {
 	return append(a, b...), nil
 }
 
-// pieceCache remembers the items and the gzip of every piece slot, so that
-// only the pieces that changed are assembled and compressed again. The items
-// are the groups' own slices (held by the scrape cache anyway), so an
-// unchanged piece is recognised without copying or hashing its bytes. A nil
-// pieceCache compresses every piece.
+// pieceCache remembers the groups and the gzip of every piece slot, so that
+// only the pieces that changed are unpacked, assembled and compressed again.
+// The groups' data are the scrape cache's own slices, so an unchanged piece
+// is recognised without copying or hashing its bytes. A nil pieceCache
+// compresses every piece.
 type pieceCache struct {
-	items [][][]byte
+	items [][]scrape.Group
 	gz    [][]byte
 }
 
-func (c *pieceCache) piece(i int, items [][]byte) ([]byte, error) {
+func (c *pieceCache) piece(i int, items []scrape.Group) ([]byte, error) {
 	if c != nil && i < len(c.items) && c.gz[i] != nil && sameItems(c.items[i], items) {
 		return c.gz[i], nil
 	}
@@ -154,11 +154,11 @@ func (c *pieceCache) piece(i int, items [][]byte) ([]byte, error) {
 	if len(items) > 0 {
 		n := len("scrape_configs:\n")
 		for _, it := range items {
-			n += len(it)
+			n += it.Size
 		}
 		doc = append(make([]byte, 0, n), "scrape_configs:\n"...)
 		for _, it := range items {
-			doc = append(doc, it...)
+			doc = append(doc, it.Bytes()...)
 		}
 	}
 	gz, err := Gzip(doc)
@@ -167,7 +167,7 @@ func (c *pieceCache) piece(i int, items [][]byte) ([]byte, error) {
 	}
 	if c != nil {
 		if len(c.items) < prometheus.ConfigPieceSlots {
-			c.items = make([][][]byte, prometheus.ConfigPieceSlots)
+			c.items = make([][]scrape.Group, prometheus.ConfigPieceSlots)
 			c.gz = make([][]byte, prometheus.ConfigPieceSlots)
 		}
 		c.items[i], c.gz[i] = items, gz
@@ -175,18 +175,19 @@ func (c *pieceCache) piece(i int, items [][]byte) ([]byte, error) {
 	return gz, nil
 }
 
-func sameItems(a, b [][]byte) bool {
+func sameItems(a, b []scrape.Group) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if len(a[i]) != len(b[i]) {
+		da, db := a[i].Data(), b[i].Data()
+		if (a[i].Packed == nil) != (b[i].Packed == nil) || len(da) != len(db) {
 			return false
 		}
-		if len(a[i]) > 0 && &a[i][0] == &b[i][0] {
+		if len(da) > 0 && &da[0] == &db[0] {
 			continue
 		}
-		if !bytes.Equal(a[i], b[i]) {
+		if !bytes.Equal(da, db) {
 			return false
 		}
 	}

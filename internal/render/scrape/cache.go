@@ -55,7 +55,9 @@ type cacheEntry struct {
 	// What the monitor rendered to: either a rejection, or its jobs (fragment, names) and
 	// discovery, already accepted by the loader.
 	rej       *rejection
-	fragment  []byte
+	fragment  []byte // until checked
+	packed    []byte // the fragment, packed, once accepted
+	size      int    // its unpacked length
 	jobNames  []string
 	discovery discovery
 }

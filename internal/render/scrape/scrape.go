@@ -292,9 +292,9 @@ func generate(in Input) (*Result, error) {
 			continue
 		}
 		v.Accepted = true
-		size += len(e.fragment)
-		if len(e.fragment) > 0 {
-			res.Groups = append(res.Groups, Group{Key: keys[i], YAML: e.fragment})
+		size += e.size
+		if e.size > 0 {
+			res.Groups = append(res.Groups, Group{Key: keys[i], Packed: e.packed, Size: e.size})
 		}
 		if e.discovery.all {
 			res.AllNamespaces = true
@@ -315,7 +315,7 @@ func generate(in Input) (*Result, error) {
 		if err := g.checkAdditional(cache, extra, names); err != nil {
 			return nil, err
 		}
-		res.Groups = append(res.Groups, Group{Key: AdditionalGroupKey, YAML: extra.shipped})
+		res.Groups = append(res.Groups, Group{Key: AdditionalGroupKey, YAML: extra.shipped, Size: len(extra.shipped)})
 		size += len(extra.shipped)
 	}
 	res.Namespaces = sortedKeys(namespaces)
@@ -333,12 +333,6 @@ func (r *Result) Config() []byte { return assemble(r.Head, r.Groups, r.Size) }
 // AdditionalGroupKey is the Group of the additional scrape configs.
 const AdditionalGroupKey = "additionalScrapeConfigs"
 
-// Group is the jobs of one monitor, or the additional scrape configs, as the items of the
-// scrape_configs sequence.
-type Group struct {
-	Key  string // "<kind>/<namespace>/<name>", or AdditionalGroupKey
-	YAML []byte
-}
 
 // candidate is a monitor whose jobs were built and now wait for the loader's word.
 type candidate struct {
@@ -374,9 +368,7 @@ func (g *generator) build(m monitor, uid types.UID, generation int64) (*cacheEnt
 	if err != nil {
 		return nil, nil, fmt.Errorf("marshal jobs of %s %s/%s: %w", m.kind, m.obj.GetNamespace(), m.obj.GetName(), err)
 	}
-	// Kept for as long as the monitor is selected: a copy of exactly its size,
-	// not the encoder's larger buffer.
-	e.fragment, e.discovery = bytes.Clone(fragment), disc
+	e.fragment, e.discovery = fragment, disc
 	e.jobNames = make([]string, len(jobs))
 	for i, j := range jobs {
 		e.jobNames[i] = j.JobName
@@ -394,6 +386,11 @@ func (g *generator) check(pending []*candidate) {
 	defer func(all []*candidate) {
 		for _, c := range all {
 			c.jobs = nil // built for the loader's word only
+			// Kept for as long as the monitor is selected: packed.
+			if e := c.entry; e.rej == nil {
+				e.size, e.packed = len(e.fragment), pack(e.fragment)
+			}
+			c.entry.fragment = nil
 		}
 	}(pending)
 	for len(pending) > 0 {
@@ -474,7 +471,7 @@ func assemble(head []byte, groups []Group, size int) []byte {
 	}
 	out = append(out, scrapeConfigsKey...)
 	for _, gr := range groups {
-		out = append(out, gr.YAML...)
+		out = append(out, gr.Bytes()...)
 	}
 	return out
 }
