@@ -333,7 +333,6 @@ func (r *Result) Config() []byte { return assemble(r.Head, r.Groups, r.Size) }
 // AdditionalGroupKey is the Group of the additional scrape configs.
 const AdditionalGroupKey = "additionalScrapeConfigs"
 
-
 // candidate is a monitor whose jobs were built and now wait for the loader's word.
 type candidate struct {
 	entry     *cacheEntry
