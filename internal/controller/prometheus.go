@@ -51,7 +51,6 @@ type PrometheusReconciler struct {
 	refs   *refIndex
 
 	mu       sync.Mutex
-	verdicts map[types.NamespacedName]map[string]scrape.Verdict // last verdicts, for Events on change only
 	caches   map[types.NamespacedName]*render.Cache             // what each Prometheus's renders carry over
 	bound    map[types.NamespacedName]map[string]boundState     // what the last successful writeBindings left, by verdictKey
 	// verdictList is the last verdicts in render order, to skip the diff
@@ -301,7 +300,6 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, p *monitoringv1.Pro
 func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 	r.refs.set(key, nil)
 	r.mu.Lock()
-	delete(r.verdicts, key)
 	delete(r.caches, key)
 	delete(r.bound, key)
 	delete(r.verdictList, key)
@@ -315,7 +313,8 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdicts []scrape.Verdict, selected map[string]client.Object) {
 	key := client.ObjectKeyFromObject(p)
 	r.mu.Lock()
-	if last, ok := r.verdictList[key]; ok && slices.Equal(last, verdicts) {
+	last, known := r.verdictList[key]
+	if known && slices.Equal(last, verdicts) {
 		r.mu.Unlock()
 		return // the usual reconcile: no verdict changed
 	}
@@ -323,24 +322,28 @@ func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdic
 		r.verdictList = map[types.NamespacedName][]scrape.Verdict{}
 	}
 	r.verdictList[key] = slices.Clone(verdicts)
-	now := make(map[string]scrape.Verdict, len(verdicts))
-	prev := r.verdicts[key]
-	if r.verdicts == nil {
-		r.verdicts = map[types.NamespacedName]map[string]scrape.Verdict{}
-	}
-	for _, v := range verdicts {
-		now[v.Kind+"/"+v.Namespace+"/"+v.Name] = v
-	}
-	r.verdicts[key] = now
 	r.mu.Unlock()
 
-	for k, v := range now {
-		old, seen := prev[k]
-		if seen && old.Accepted == v.Accepted && old.Reason == v.Reason && old.Message == v.Message {
+	// Only rejections make Events worth comparing with: a rejection that is
+	// new or different, and an acceptance after a rejection. Accepted is the
+	// normal case and stays quiet. So only the last rejections are indexed.
+	rejected := map[string]scrape.Verdict{}
+	for _, v := range last {
+		if !v.Accepted {
+			rejected[v.Kind+"/"+v.Namespace+"/"+v.Name] = v
+		}
+	}
+	for _, v := range verdicts {
+		if v.Accepted && len(rejected) == 0 {
 			continue
 		}
-		if v.Accepted && !seen {
-			continue // newly accepted monitors are the normal case; stay quiet
+		k := v.Kind + "/" + v.Namespace + "/" + v.Name
+		old, wasRejected := rejected[k]
+		if v.Accepted && !wasRejected {
+			continue // accepted before too, or new
+		}
+		if !v.Accepted && wasRejected && old.Reason == v.Reason && old.Message == v.Message {
+			continue // the same rejection as before
 		}
 		obj := selected[k]
 		if obj == nil {

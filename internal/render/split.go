@@ -158,7 +158,7 @@ func (c *pieceCache) piece(i int, items []scrape.Group) ([]byte, error) {
 		}
 		doc = append(make([]byte, 0, n), "scrape_configs:\n"...)
 		for _, it := range items {
-			doc = append(doc, it.Bytes()...)
+			doc = it.AppendTo(doc)
 		}
 	}
 	gz, err := Gzip(doc)

@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 )
 
@@ -24,12 +25,20 @@ func (g Group) Bytes() []byte {
 	if g.Packed == nil {
 		return g.YAML
 	}
-	b, err := unpack(g.Packed, g.Size)
+	return g.AppendTo(make([]byte, 0, g.Size))
+}
+
+// AppendTo appends the group's YAML to dst, unpacking straight into it.
+func (g Group) AppendTo(dst []byte) []byte {
+	if g.Packed == nil {
+		return append(dst, g.YAML...)
+	}
+	out, err := unpackTo(dst, g.Packed, g.Size)
 	if err != nil {
 		// Only bytes pack produced are unpacked: this is a bug, not input.
 		panic(fmt.Sprintf("unpack the jobs of %s: %v", g.Key, err))
 	}
-	return b
+	return out
 }
 
 // Data is what the group holds, packed or not: two groups with the same Data have the same
@@ -64,7 +73,8 @@ func pack(b []byte) []byte {
 	return bytes.Clone(buf.Bytes())
 }
 
-func unpack(p []byte, size int) ([]byte, error) {
+// unpackTo appends the size bytes packed in p to dst.
+func unpackTo(dst, p []byte, size int) ([]byte, error) {
 	var r io.ReadCloser
 	if v := unpackers.Get(); v != nil {
 		r = v.(io.ReadCloser)
@@ -75,13 +85,14 @@ func unpack(p []byte, size int) ([]byte, error) {
 		r = flate.NewReader(bytes.NewReader(p))
 	}
 	defer unpackers.Put(r)
-	out := make([]byte, 0, size)
-	buf := bytes.NewBuffer(out)
-	if _, err := buf.ReadFrom(r); err != nil {
+	dst = slices.Grow(dst, size)
+	n := len(dst)
+	if _, err := io.ReadFull(r, dst[n:n+size]); err != nil {
 		return nil, err
 	}
-	if buf.Len() != size {
-		return nil, fmt.Errorf("unpacked %d bytes, want %d", buf.Len(), size)
+	var one [1]byte
+	if k, _ := r.Read(one[:]); k != 0 {
+		return nil, fmt.Errorf("more than the %d bytes expected", size)
 	}
-	return buf.Bytes(), nil
+	return dst[:n+size], nil
 }

@@ -470,7 +470,7 @@ func assemble(head []byte, groups []Group, size int) []byte {
 	}
 	out = append(out, scrapeConfigsKey...)
 	for _, gr := range groups {
-		out = append(out, gr.Bytes()...)
+		out = gr.AppendTo(out)
 	}
 	return out
 }
