@@ -50,9 +50,9 @@ type PrometheusReconciler struct {
 	gather *gather.Cluster
 	refs   *refIndex
 
-	mu       sync.Mutex
-	caches   map[types.NamespacedName]*render.Cache             // what each Prometheus's renders carry over
-	bound    map[types.NamespacedName]map[string]boundState     // what the last successful writeBindings left, by verdictKey
+	mu     sync.Mutex
+	caches map[types.NamespacedName]*render.Cache         // what each Prometheus's renders carry over
+	bound  map[types.NamespacedName]map[string]boundState // what the last successful writeBindings left, by verdictKey
 	// verdictList is the last verdicts in render order, to skip the diff
 	// when none changed; pruned is the desired set of the last successful
 	// prune (see applyAll).
