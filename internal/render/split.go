@@ -2,8 +2,11 @@ package render
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"sync"
 
 	"github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/scrape"
@@ -161,7 +164,7 @@ func (c *pieceCache) piece(i int, items []scrape.Group) ([]byte, error) {
 			doc = it.AppendTo(doc)
 		}
 	}
-	gz, err := Gzip(doc)
+	gz, err := gzipPiece(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -199,3 +202,29 @@ func (c *pieceCache) reset() {
 		c.items, c.gz = nil, nil
 	}
 }
+
+// gzipPiece compresses a piece at the fastest level: a piece is rewritten on
+// the path from a monitor change to the config, and its Secret is small
+// either way (a few KiB more than at the default level, at half the time).
+func gzipPiece(doc []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(doc)/8 + 64)
+	zw := fastGzipWriters.Get().(*gzip.Writer)
+	defer fastGzipWriters.Put(zw)
+	zw.Reset(&buf)
+	if _, err := zw.Write(doc); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+var fastGzipWriters = sync.Pool{New: func() any {
+	zw, err := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	if err != nil {
+		panic(err)
+	}
+	return zw
+}}
