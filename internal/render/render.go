@@ -55,6 +55,7 @@ type Cache struct {
 	pieces pieceCache
 	// The main config last compressed, and its gzip.
 	mainConfig, mainGz []byte
+	rbac               prometheus.RBACCache
 }
 
 // NewCache returns an empty Cache.
@@ -151,6 +152,7 @@ func Prometheus(in Inputs) (*Desired, error) {
 		ReloaderImage:        in.ReloaderImage,
 		RuleConfigMaps:       ruleRes.ConfigMaps,
 		ConfigPieces:         pieceGz,
+		RBAC:                 rbacCache(in.Cache),
 	})
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidSpec", Message: fmt.Sprintf("render objects: %v", err)}
@@ -184,3 +186,10 @@ var gzipWriters = sync.Pool{New: func() any {
 	}
 	return zw
 }}
+
+func rbacCache(c *Cache) *prometheus.RBACCache {
+	if c == nil {
+		return nil
+	}
+	return &c.rbac
+}

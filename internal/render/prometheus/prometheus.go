@@ -44,6 +44,9 @@ type Options struct {
 	// (default "lookout"). Pod selectors keep "prometheus-operator" whatever it is, so
 	// that StatefulSets migrated from the existing operator keep their selector.
 	OperatorName string
+	// RBAC, when given, hands back the RBAC objects of the previous render
+	// when nothing they are made from changed (see RBACCache).
+	RBAC *RBACCache
 }
 
 // Objects returns every object for the Prometheus, in dependency order: ServiceAccount
@@ -69,7 +72,8 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]client.Object, error) 
 	if sa := serviceAccount(p, opts); sa != nil {
 		out = append(out, sa)
 	}
-	out = append(out, rbacObjects(p, opts)...)
+	rbacStart, rbac := len(out), opts.RBAC.objects(p, opts) // copies already
+	out = append(out, rbac...)
 	if len(opts.RuleConfigMaps) > RuleConfigMapSlots {
 		return nil, fmt.Errorf("render Prometheus %s/%s: %d rule ConfigMaps, at most %d can be mounted", p.Namespace, p.Name, len(opts.RuleConfigMaps), RuleConfigMapSlots)
 	}
@@ -94,8 +98,12 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]client.Object, error) 
 	}
 
 	// The builders reuse slices and maps of p and opts; copy so that callers may change
-	// the result (or p) freely.
+	// the result (or p) freely. The RBAC objects were copied when built; those an
+	// RBACCache hands back are shared with the next render and must not be changed.
 	for i, obj := range out {
+		if i >= rbacStart && i < rbacStart+len(rbac) {
+			continue
+		}
 		out[i] = obj.DeepCopyObject().(client.Object)
 	}
 	return out, nil

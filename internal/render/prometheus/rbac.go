@@ -2,6 +2,8 @@ package prometheus
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -127,4 +129,36 @@ func serviceAccount(p *monitoringv1.Prometheus, opts Options) *corev1.ServiceAcc
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: ownedMeta(p, opts, ServiceAccountName(p)),
 	}
+}
+
+// RBACCache keeps the RBAC objects of the last render of one Prometheus. With
+// a Role and a RoleBinding per discovered namespace there can be a thousand of
+// them, and they change only when the set of namespaces does; a render after a
+// monitor change hands back the same objects, built once. The objects must be
+// treated as read-only. A nil RBACCache builds them every time.
+type RBACCache struct {
+	key  string
+	objs []client.Object
+}
+
+func (c *RBACCache) objects(p *monitoringv1.Prometheus, opts Options) []client.Object {
+	if c == nil {
+		return copied(rbacObjects(p, opts))
+	}
+	// Everything rbacObjects reads.
+	key := strings.Join([]string{p.Namespace, p.Name, string(p.UID), ServiceAccountName(p), operatorName(opts),
+		strconv.FormatBool(opts.AllNamespaces), strconv.FormatBool(opts.DiscoverNodes),
+		strings.Join(opts.DiscoveryNamespaces, ",")}, "\x00")
+	if c.objs == nil || key != c.key {
+		c.key, c.objs = key, copied(rbacObjects(p, opts))
+	}
+	return c.objs
+}
+
+// copied deep-copies objects built from p's and opts's slices and maps.
+func copied(objs []client.Object) []client.Object {
+	for i, o := range objs {
+		objs[i] = o.DeepCopyObject().(client.Object)
+	}
+	return objs
 }
