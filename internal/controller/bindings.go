@@ -141,9 +141,13 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 	// The usual reconcile: the same verdicts, in the same order, on the same
 	// objects as the last successful write. Nothing to do, nothing to build.
 	r.mu.Lock()
-	same := r.bound[key] != nil && verdicts != nil && sameBound(r.boundList[key], verdicts, selected)
+	last, written := r.boundList[key]
+	delete(r.boundList, key) // back only once this write has fully succeeded
 	r.mu.Unlock()
-	if same {
+	if written && verdicts != nil && sameBound(last, verdicts, selected) {
+		r.mu.Lock()
+		r.boundList[key] = last
+		r.mu.Unlock()
 		return nil
 	}
 	want := make(map[string]verdict, len(verdicts))
@@ -157,11 +161,14 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 		}
 		state[k] = st
 	}
-	r.mu.Lock()
-	prev := r.bound[key]
-	delete(r.bound, key) // back only once this write has fully succeeded
-	delete(r.boundList, key)
-	r.mu.Unlock()
+	var prev map[string]boundState
+	if written {
+		prev = make(map[string]boundState, len(last))
+		for _, b := range last {
+			prev[verdictKey(b.Kind, b.Namespace, b.Name)] = boundState{uid: b.uid,
+				verdict: verdict{Accepted: b.Accepted, Reason: b.Reason, Message: b.Message, Generation: b.Generation}}
+		}
+	}
 
 	var objects []boundObject
 	var errs []error
@@ -205,10 +212,6 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 	}
 	if verdicts != nil {
 		r.mu.Lock()
-		if r.bound == nil {
-			r.bound = map[types.NamespacedName]map[string]boundState{}
-		}
-		r.bound[key] = state
 		if r.boundList == nil {
 			r.boundList = map[types.NamespacedName][]boundVerdict{}
 		}

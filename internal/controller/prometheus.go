@@ -57,7 +57,7 @@ type PrometheusReconciler struct {
 	// when none changed; pruned is the desired set of the last successful
 	// prune (see applyAll).
 	verdictList map[types.NamespacedName][]scrape.Verdict
-	boundList   map[types.NamespacedName][]boundVerdict
+	boundList   map[types.NamespacedName][]boundVerdict // what the last successful writeBindings left
 	pruned      map[types.NamespacedName]string
 }
 
@@ -301,7 +301,6 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 	r.refs.set(key, nil)
 	r.mu.Lock()
 	delete(r.caches, key)
-	delete(r.bound, key)
 	delete(r.verdictList, key)
 	delete(r.boundList, key)
 	delete(r.pruned, key)
