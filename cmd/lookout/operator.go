@@ -225,12 +225,12 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 func ptrDuration(d time.Duration) *time.Duration { return &d }
 
 // defaultGCPercent is the garbage collector's target unless GOGC says
-// otherwise: the heap may grow to 1.5 times what is live between collections
+// otherwise: the heap may grow to 1.4 times what is live between collections
 // instead of Go's default 2 times. Almost everything the operator keeps is
 // informer caches and rendered jobs, which are live; what a reconcile
 // allocates after the first render is small, so collecting more often costs
 // little CPU and keeps the footprint close to the live data (docs/benchmarks.md).
-const defaultGCPercent = 50
+const defaultGCPercent = 40
 
 func setGCPercent() {
 	if _, set := os.LookupEnv("GOGC"); !set {
