@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -68,5 +70,22 @@ func TestOperatorCommandFailsOnBadLimitsBeforeConnecting(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || !strings.Contains(err.Error(), "--kube-api-burst") {
 		t.Fatalf("got %v, want the --kube-api-burst error", err)
+	}
+}
+
+func TestGCPercentDefaultsTo40UnlessGOGCIsSet(t *testing.T) {
+	restore := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(restore)
+
+	t.Setenv("GOGC", "77") // the user's choice: left alone
+	setGCPercent()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set, the GC percent became %d", got)
+	}
+
+	os.Unsetenv("GOGC")
+	setGCPercent()
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("without GOGC, the GC percent is %d, want %d", got, defaultGCPercent)
 	}
 }
