@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,31 +24,24 @@ func findPID(bin string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	var found []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err == nil && exe == want {
-			found = append(found, pid)
-		}
-	}
-	if len(found) != 1 {
-		return 0, fmt.Errorf("want one process running %s, found %v", want, found)
-	}
-	return found[0], nil
+	return findOne("running "+want, func(dir string) bool {
+		exe, err := os.Readlink(filepath.Join(dir, "exe"))
+		return err == nil && exe == want
+	})
 }
 
 // findPIDByArg returns the pid of the running process that has arg among
 // its command-line arguments (exactly), e.g. this control plane's etcd by its
 // --data-dir: other control planes on the machine have other directories.
 func findPIDByArg(arg string) (int, error) {
+	return findOne("with argument "+arg, func(dir string) bool {
+		b, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+		return err == nil && slices.Contains(strings.Split(string(b), "\x00"), arg)
+	})
+}
+
+// findOne returns the pid of the one process whose /proc directory matches.
+func findOne(what string, match func(dir string) bool) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err
@@ -55,22 +49,12 @@ func findPIDByArg(arg string) (int, error) {
 	var found []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		for a := range strings.SplitSeq(string(b), "\x00") {
-			if a == arg {
-				found = append(found, pid)
-				break
-			}
+		if err == nil && match(filepath.Join("/proc", e.Name())) {
+			found = append(found, pid)
 		}
 	}
 	if len(found) != 1 {
-		return 0, fmt.Errorf("want one process with argument %s, found %v", arg, found)
+		return 0, fmt.Errorf("want one process %s, found %v", what, found)
 	}
 	return found[0], nil
 }

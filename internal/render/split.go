@@ -5,8 +5,6 @@ import (
 	"compress/gzip"
 	"fmt"
 	"hash/fnv"
-	"io"
-	"sync"
 
 	"github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/scrape"
@@ -206,25 +204,6 @@ func (c *pieceCache) reset() {
 // gzipPiece compresses a piece at the fastest level: a piece is rewritten on
 // the path from a monitor change to the config, and its Secret is small
 // either way (a few KiB more than at the default level, at half the time).
-func gzipPiece(doc []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(doc)/8 + 64)
-	zw := fastGzipWriters.Get().(*gzip.Writer)
-	defer fastGzipWriters.Put(zw)
-	zw.Reset(&buf)
-	if _, err := zw.Write(doc); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+func gzipPiece(doc []byte) ([]byte, error) { return gzipWith(fastGzipWriters, doc) }
 
-var fastGzipWriters = sync.Pool{New: func() any {
-	zw, err := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
-	if err != nil {
-		panic(err)
-	}
-	return zw
-}}
+var fastGzipWriters = gzipPool(gzip.BestSpeed)
