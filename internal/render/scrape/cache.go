@@ -27,7 +27,8 @@ import (
 // run concurrently).
 type Cache struct {
 	generator [sha256.Size]byte
-	entries   map[string]*cacheEntry // "<kind>/<namespace>/<name>"
+	entries   map[types.UID]*cacheEntry
+	epoch     uint64 // counts renders; an entry used by the current one carries it
 	// The additional scrape configs last accepted under this generator, by content.
 	additional [sha256.Size]byte
 
@@ -37,7 +38,7 @@ type Cache struct {
 }
 
 // NewCache returns an empty Cache.
-func NewCache() *Cache { return &Cache{entries: map[string]*cacheEntry{}} }
+func NewCache() *Cache { return &Cache{entries: map[types.UID]*cacheEntry{}} }
 
 // Len is the number of monitors remembered.
 func (c *Cache) Len() int {
@@ -52,6 +53,9 @@ type cacheEntry struct {
 	generation int64
 	refs       []refVersion
 	cacheable  bool // false when something it depends on has no version to compare
+	// Which monitor it is, and its "<kind>/<namespace>/<name>"; the render that used it last.
+	kind, ns, name, key string
+	epoch               uint64
 	// What the monitor rendered to: either a rejection, or its jobs (fragment, names) and
 	// discovery, already accepted by the loader.
 	rej       *rejection

@@ -199,43 +199,38 @@ func generate(in Input) (*Result, error) {
 		cache = NewCache()
 	}
 	if cache.entries == nil {
-		cache.entries = map[string]*cacheEntry{}
+		cache.entries = map[types.UID]*cacheEntry{}
 	}
 	if key, ok := generatorKey(g); !ok || key != cache.generator {
 		cache.generator, cache.additional = key, [32]byte{}
 		clear(cache.entries)
 	}
 	cache.Hits, cache.Misses = 0, 0
+	cache.epoch++
 
 	monitors := g.monitors(in)
 	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)), Head: g.globalYAML}
 	chosen := make([]*cacheEntry, 0, len(monitors)) // by verdict; nil for duplicates
-	keys := make([]string, 0, len(monitors))
 	var pending []*candidate
-	pendingBytes := 0
-	seen := make(map[string]struct{}, len(monitors))
+	pendingBytes, used := 0, 0
 
-	for _, m := range monitors {
-		res.Verdicts = append(res.Verdicts, Verdict{
-			Kind:       m.kind,
-			Namespace:  m.obj.GetNamespace(),
-			Name:       m.obj.GetName(),
-			Generation: m.obj.GetGeneration(),
-		})
-		key := m.kind + "/" + m.obj.GetNamespace() + "/" + m.obj.GetName()
-		keys = append(keys, key)
-		if _, dup := seen[key]; dup {
+	for i, m := range monitors {
+		ns, name := m.obj.GetNamespace(), m.obj.GetName()
+		res.Verdicts = append(res.Verdicts, Verdict{Kind: m.kind, Namespace: ns, Name: name, Generation: m.obj.GetGeneration()})
+		// Each kind is sorted by namespace/name: the same object given twice comes twice in a row.
+		if prev := monitors[max(i-1, 0)]; i > 0 && prev.kind == m.kind && prev.obj.GetNamespace() == ns && prev.obj.GetName() == name {
 			v := &res.Verdicts[len(res.Verdicts)-1]
 			v.Reason = ReasonDuplicate
-			v.Message = fmt.Sprintf("%s %s/%s was given more than once; only the first is used", m.kind, m.obj.GetNamespace(), m.obj.GetName())
+			v.Message = fmt.Sprintf("%s %s/%s was given more than once; only the first is used", m.kind, ns, name)
 			chosen = append(chosen, nil)
 			continue
 		}
-		seen[key] = struct{}{}
 
 		uid, generation := m.obj.GetUID(), m.obj.GetGeneration()
-		if e := cache.entries[key]; e != nil && e.usable(uid, generation, g) {
+		if e := cache.entries[uid]; e != nil && uid != "" && e.kind == m.kind && e.ns == ns && e.name == name && e.usable(uid, generation, g) {
 			cache.Hits++
+			e.epoch = cache.epoch
+			used++
 			chosen = append(chosen, e)
 			continue
 		}
@@ -243,6 +238,12 @@ func generate(in Input) (*Result, error) {
 		e, c, err := g.build(m, uid, generation)
 		if err != nil {
 			return nil, err
+		}
+		e.kind, e.ns, e.name, e.key = m.kind, ns, name, m.kind+"/"+ns+"/"+name
+		if e.cacheable {
+			e.epoch = cache.epoch
+			cache.entries[uid] = e
+			used++
 		}
 		chosen = append(chosen, e)
 		if c != nil {
@@ -262,21 +263,17 @@ func generate(in Input) (*Result, error) {
 	}
 	g.check(pending)
 
-	// Remember what this render used, forget what it no longer needs.
-	for i, e := range chosen {
-		if e != nil && e.cacheable {
-			cache.entries[keys[i]] = e
-		}
-	}
-	if len(cache.entries) > len(seen) {
-		for k := range cache.entries {
-			if _, ok := seen[k]; !ok {
-				delete(cache.entries, k)
+	// Forget the monitors this render did not use.
+	if len(cache.entries) > used {
+		for uid, e := range cache.entries {
+			if e.epoch != cache.epoch {
+				delete(cache.entries, uid)
 			}
 		}
 	}
 
 	namespaces := map[string]struct{}{}
+	lastNamespace := ""
 	var names map[string]struct{}
 	if extra != nil {
 		names = map[string]struct{}{}
@@ -294,7 +291,7 @@ func generate(in Input) (*Result, error) {
 		v.Accepted = true
 		size += e.size
 		if e.size > 0 {
-			res.Groups = append(res.Groups, Group{Key: keys[i], Packed: e.packed, Size: e.size})
+			res.Groups = append(res.Groups, Group{Key: e.key, Packed: e.packed, Size: e.size})
 		}
 		if e.discovery.all {
 			res.AllNamespaces = true
@@ -303,7 +300,10 @@ func generate(in Input) (*Result, error) {
 			res.DiscoverNodes = true
 		}
 		for _, ns := range e.discovery.namespaces {
-			namespaces[ns] = struct{}{}
+			if ns != lastNamespace { // monitors come sorted by namespace
+				namespaces[ns] = struct{}{}
+				lastNamespace = ns
+			}
 		}
 		for _, n := range e.jobNames {
 			if names != nil {
