@@ -140,16 +140,12 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 	key := client.ObjectKeyFromObject(p)
 	// The usual reconcile: the same verdicts, in the same order, on the same
 	// objects as the last successful write. Nothing to do, nothing to build.
-	r.mu.Lock()
-	last, written := r.boundList[key]
-	delete(r.boundList, key) // back only once this write has fully succeeded
-	r.mu.Unlock()
+	mem := r.memoryOf(key)
+	last, written := mem.bound, mem.bound != nil
 	if written && verdicts != nil && sameBound(last, verdicts, selected) {
-		r.mu.Lock()
-		r.boundList[key] = last
-		r.mu.Unlock()
 		return nil
 	}
+	mem.bound = nil // known again once this write has fully succeeded
 	want := make(map[string]verdict, len(verdicts))
 	state := make(map[string]boundState, len(verdicts))
 	for _, v := range verdicts {
@@ -211,16 +207,11 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 		return err
 	}
 	if verdicts != nil {
-		r.mu.Lock()
-		if r.boundList == nil {
-			r.boundList = map[types.NamespacedName][]boundVerdict{}
-		}
 		list := make([]boundVerdict, len(verdicts))
 		for i, v := range verdicts {
 			list[i] = boundVerdict{Verdict: v, uid: state[verdictKey(v.Kind, v.Namespace, v.Name)].uid}
 		}
-		r.boundList[key] = list
-		r.mu.Unlock()
+		mem.bound = list
 	}
 	return nil
 }

@@ -51,30 +51,37 @@ type PrometheusReconciler struct {
 	refs   *refIndex
 
 	mu     sync.Mutex
-	caches map[types.NamespacedName]*render.Cache         // what each Prometheus's renders carry over
-	bound  map[types.NamespacedName]map[string]boundState // what the last successful writeBindings left, by verdictKey
-	// verdictList is the last verdicts in render order, to skip the diff
-	// when none changed; pruned is the desired set of the last successful
-	// prune (see applyAll).
-	verdictList map[types.NamespacedName][]scrape.Verdict
-	boundList   map[types.NamespacedName][]boundVerdict // what the last successful writeBindings left
-	pruned      map[types.NamespacedName]string
+	memory map[types.NamespacedName]*memory
 }
 
-// renderCache is the render cache of one Prometheus. Reconciles of one key
-// never overlap, so the cache itself needs no lock.
-func (r *PrometheusReconciler) renderCache(key types.NamespacedName) *render.Cache {
+// memory is what the reconciler remembers about one Prometheus between
+// reconciles, to do only what changed. All of it can be lost (a restart, a
+// failure): the next reconcile then does the full work. Reconciles of one key
+// never overlap, so its fields need no lock.
+type memory struct {
+	render *render.Cache // each monitor's checked jobs, the pieces, the RBAC objects
+	// verdicts as last reported in Events, in render order.
+	verdicts      []scrape.Verdict
+	verdictsKnown bool
+	// bound is what the last successful writeBindings left; nil: unknown, walk everything.
+	bound []boundVerdict
+	// pruned is the desired set the last successful prune kept; "": unknown.
+	pruned string
+}
+
+// memoryOf is the memory of one Prometheus, made on first use.
+func (r *PrometheusReconciler) memoryOf(key types.NamespacedName) *memory {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.caches == nil {
-		r.caches = map[types.NamespacedName]*render.Cache{}
+	if r.memory == nil {
+		r.memory = map[types.NamespacedName]*memory{}
 	}
-	c := r.caches[key]
-	if c == nil {
-		c = render.NewCache()
-		r.caches[key] = c
+	m := r.memory[key]
+	if m == nil {
+		m = &memory{render: render.NewCache()}
+		r.memory[key] = m
 	}
-	return c
+	return m
 }
 
 // Kinds the reconciler prunes in the Prometheus's namespace (owner-referenced).
@@ -175,7 +182,7 @@ func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prome
 	}
 	r.refs.set(client.ObjectKeyFromObject(p), g.Refs)
 	g.Inputs.ReloaderImage = r.Options.ReloaderImage
-	g.Inputs.Cache = r.renderCache(client.ObjectKeyFromObject(p))
+	g.Inputs.Cache = r.memoryOf(client.ObjectKeyFromObject(p)).render
 	selected := map[string]client.Object{}
 	add := func(kind string, o client.Object) { selected[kind+"/"+o.GetNamespace()+"/"+o.GetName()] = o }
 	for _, o := range g.Inputs.ServiceMonitors {
@@ -240,15 +247,11 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 	// successful prune kept: what this operator no longer wants leaves the
 	// set first. The first reconcile of each Prometheus in a process prunes
 	// always, which also takes care of leftovers from earlier runs.
-	key := client.ObjectKeyFromObject(p)
-	r.mu.Lock()
-	unchanged := r.pruned[key] == set.String()
-	delete(r.pruned, key)
-	r.mu.Unlock()
-	if unchanged {
-		r.rememberPruned(key, set.String())
+	mem := r.memoryOf(client.ObjectKeyFromObject(p))
+	if mem.pruned == set.String() {
 		return nil
 	}
+	mem.pruned = "" // known again once this prune succeeds
 	labels := map[string]string{promrender.LabelPrometheus: p.Name, promrender.LabelPrometheusNamespace: p.Namespace}
 	deleted, err := r.Applier.Prune(ctx, p.Namespace, labels, p.UID, keep, ownedKinds)
 	if err != nil {
@@ -262,17 +265,8 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 	if deleted = append(deleted, more...); len(deleted) > 0 {
 		log.Info("Deleted objects that are no longer desired", "prometheus", klog.KObj(p), "objects", deleted)
 	}
-	r.rememberPruned(key, set.String())
+	mem.pruned = set.String()
 	return nil
-}
-
-func (r *PrometheusReconciler) rememberPruned(key types.NamespacedName, set string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pruned == nil {
-		r.pruned = map[types.NamespacedName]string{}
-	}
-	r.pruned[key] = set
 }
 
 // finalize deletes the objects without an owner reference, then lets the
@@ -300,28 +294,19 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, p *monitoringv1.Pro
 func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 	r.refs.set(key, nil)
 	r.mu.Lock()
-	delete(r.caches, key)
-	delete(r.verdictList, key)
-	delete(r.boundList, key)
-	delete(r.pruned, key)
+	delete(r.memory, key)
 	r.mu.Unlock()
 }
 
 // reportVerdicts emits an Event on a monitor when its verdict for this
 // Prometheus changes (rejected, or accepted again), not on every reconcile.
 func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdicts []scrape.Verdict, selected map[string]client.Object) {
-	key := client.ObjectKeyFromObject(p)
-	r.mu.Lock()
-	last, known := r.verdictList[key]
-	if known && slices.Equal(last, verdicts) {
-		r.mu.Unlock()
+	mem := r.memoryOf(client.ObjectKeyFromObject(p))
+	last := mem.verdicts
+	if mem.verdictsKnown && slices.Equal(last, verdicts) {
 		return // the usual reconcile: no verdict changed
 	}
-	if r.verdictList == nil {
-		r.verdictList = map[types.NamespacedName][]scrape.Verdict{}
-	}
-	r.verdictList[key] = slices.Clone(verdicts)
-	r.mu.Unlock()
+	mem.verdicts, mem.verdictsKnown = slices.Clone(verdicts), true
 
 	// Only rejections make Events worth comparing with: a rejection that is
 	// new or different, and an acceptance after a rejection. Accepted is the
