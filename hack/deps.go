@@ -4,6 +4,7 @@ package hack
 
 import (
 	_ "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	_ "github.com/prometheus/alertmanager/config"
 	_ "github.com/prometheus/prometheus/config"
 	_ "github.com/prometheus/prometheus/model/rulefmt"
 	_ "github.com/prometheus/prometheus/promql/parser"
