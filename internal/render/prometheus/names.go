@@ -1,15 +1,12 @@
 package prometheus
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"maps"
+	"github.com/lookout-operator/lookout/internal/render/workload"
+
 	"strconv"
-	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Labels and annotations Lookout puts on what it generates. The controller finds owned
@@ -69,8 +66,8 @@ const (
 	defaultRetention = "24h"
 	webPortName      = "web"
 	webPort          = 9090
-	reloaderPortName = "reloader-web"
-	reloaderPort     = 8080
+	reloaderPortName = workload.ReloaderPortName
+	reloaderPort     = workload.ReloaderPort
 	storageDir       = "/prometheus"
 	// storageSubPath is where the existing operator keeps the TSDB inside the data volume
 	// (unless storage.disableMountSubPath); the same sub path keeps data after a migration.
@@ -214,40 +211,6 @@ func unownedMeta(p *monitoringv1.Prometheus, opts Options, namespace, name strin
 		Labels:      objectLabels(p, opts),
 		Annotations: map[string]string{AnnotationOwner: p.Namespace + "/" + p.Name},
 	}
-}
-
-// volumeName turns prefix-<name> into a valid volume name (a DNS-1123 label): as is when
-// it already is one, otherwise sanitized, shortened and suffixed with a hash of the
-// original so that different names never map to the same volume.
-func volumeName(prefix, name string) string {
-	n := prefix + "-" + name
-	if len(validation.IsDNS1123Label(n)) == 0 {
-		return n
-	}
-	sum := sha256.Sum256([]byte(name))
-	suffix := "-" + hex.EncodeToString(sum[:])[:8]
-	clean := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			return r
-		case r >= 'A' && r <= 'Z':
-			return r - 'A' + 'a'
-		default:
-			return '-'
-		}
-	}, n)
-	if max := validation.DNS1123LabelMaxLength - len(suffix); len(clean) > max {
-		clean = clean[:max]
-	}
-	return strings.Trim(clean, "-") + suffix
-}
-
-func mergeLabels(dst map[string]string, src map[string]string) map[string]string {
-	if dst == nil {
-		dst = map[string]string{}
-	}
-	maps.Copy(dst, src)
-	return dst
 }
 
 func ptrTo[T any](v T) *T { return &v }

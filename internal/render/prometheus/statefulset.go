@@ -1,6 +1,8 @@
 package prometheus
 
 import (
+	"github.com/lookout-operator/lookout/internal/render/workload"
+
 	"maps"
 	"path"
 	"strconv"
@@ -9,7 +11,6 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -27,17 +28,7 @@ const (
 	volConfigOut = "config-out"
 	volWebConfig = "web-config"
 
-	containerPrometheus   = "prometheus"
-	containerReloader     = "config-reloader"
-	containerInitReloader = "init-config-reloader"
-	reloaderCommand       = "/bin/lookout-reloader"
-
-	// Defaults for a pod without spec.securityContext: the "nobody" user the Prometheus
-	// image runs as (so data written by an unconfigured existing deployment stays
-	// readable), and a group the kubelet hands the data volume to.
-	defaultRunAsUser  = 65534
-	defaultRunAsGroup = 65534
-	defaultFSGroup    = 2000
+	containerPrometheus = "prometheus"
 
 	// Prometheus flushes the head block on shutdown; killing it early means a long WAL
 	// replay at the next start.
@@ -62,12 +53,10 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) *appsv1.
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: meta,
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptrTo(ptrValueOr(p.Spec.Replicas, 1)),
-			Selector:            &metav1.LabelSelector{MatchLabels: selector},
-			ServiceName:         GoverningServiceName(p),
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
-			MinReadySeconds:     ptrValue(p.Spec.MinReadySeconds),
+			Replicas:        ptrTo(workload.ValueOr(p.Spec.Replicas, 1)),
+			Selector:        &metav1.LabelSelector{MatchLabels: selector},
+			ServiceName:     GoverningServiceName(p),
+			MinReadySeconds: workload.Value(p.Spec.MinReadySeconds),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      podTemplateLabels(p, shard),
@@ -78,16 +67,8 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) *appsv1.
 			PersistentVolumeClaimRetentionPolicy: p.Spec.PersistentVolumeClaimRetentionPolicy,
 		},
 	}
-	if pm := p.Spec.PodManagementPolicy; pm != nil {
-		sts.Spec.PodManagementPolicy = appsv1.PodManagementPolicyType(*pm)
-	}
-	if us := p.Spec.UpdateStrategy; us != nil {
-		sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.StatefulSetUpdateStrategyType(us.Type)}
-		if us.RollingUpdate != nil {
-			sts.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: us.RollingUpdate.MaxUnavailable}
-		}
-	}
-	if pvc := volumeClaimTemplate(p); pvc != nil {
+	workload.ApplyStatefulSetPolicies(&sts.Spec, p.Spec.PodManagementPolicy, p.Spec.UpdateStrategy)
+	if pvc := workload.VolumeClaimTemplate(p.Spec.Storage, dataVolumeName(p)); pvc != nil {
 		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{*pvc}
 	}
 	return sts
@@ -114,39 +95,10 @@ func podTemplateAnnotations(p *monitoringv1.Prometheus) map[string]string {
 	return a
 }
 
-// dataVolumeName is the name of the volume mounted at /prometheus: the PVC template's
-// name when one is given, prometheus-<name>-db otherwise.
+// dataVolumeName is the name of the volume mounted at /prometheus: the PVC template's name
+// when one is given, prometheus-<name>-db otherwise.
 func dataVolumeName(p *monitoringv1.Prometheus) string {
-	if st := p.Spec.Storage; st != nil && st.EmptyDir == nil && st.Ephemeral == nil && st.VolumeClaimTemplate.Name != "" {
-		return st.VolumeClaimTemplate.Name
-	}
-	return VolumeClaimTemplateName(p.Name)
-}
-
-// volumeClaimTemplate is the PVC template, or nil when the data lives in a pod volume.
-// It carries exactly what the user wrote (plus the access mode the API requires) and no
-// labels of ours: the templates of an existing StatefulSet cannot be changed, and they
-// name the PVCs that hold the data.
-func volumeClaimTemplate(p *monitoringv1.Prometheus) *corev1.PersistentVolumeClaim {
-	st := p.Spec.Storage
-	if st == nil || st.EmptyDir != nil || st.Ephemeral != nil || !hasVolumeClaimTemplate(st) {
-		return nil
-	}
-	t := st.VolumeClaimTemplate.DeepCopy()
-	pvc := &corev1.PersistentVolumeClaim{
-		TypeMeta: t.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        dataVolumeName(p),
-			Labels:      t.Labels,
-			Annotations: t.Annotations,
-		},
-		Spec:   t.Spec,
-		Status: t.Status,
-	}
-	if len(pvc.Spec.AccessModes) == 0 {
-		pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
-	}
-	return pvc
+	return workload.DataVolumeName(p.Spec.Storage, VolumeClaimTemplateName(p.Name))
 }
 
 func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) corev1.PodSpec {
@@ -157,8 +109,8 @@ func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) corev1.PodSp
 		Volumes:                       volumes(p),
 		ServiceAccountName:            ServiceAccountName(p),
 		AutomountServiceAccountToken:  ptrTo(true),
-		SecurityContext:               podSecurityContext(p),
-		TerminationGracePeriodSeconds: ptrTo(ptrValueOr(s.TerminationGracePeriodSeconds, defaultTerminationGracePeriod)),
+		SecurityContext:               workload.PodSecurityContext(p.Spec.SecurityContext),
+		TerminationGracePeriodSeconds: ptrTo(workload.ValueOr(s.TerminationGracePeriodSeconds, defaultTerminationGracePeriod)),
 		NodeSelector:                  s.NodeSelector,
 		Tolerations:                   s.Tolerations,
 		Affinity:                      s.Affinity,
@@ -169,50 +121,9 @@ func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) corev1.PodSp
 		EnableServiceLinks:            s.EnableServiceLinks,
 		HostUsers:                     s.HostUsers,
 	}
-	if s.DNSPolicy != nil {
-		spec.DNSPolicy = corev1.DNSPolicy(*s.DNSPolicy)
-	}
-	if c := s.DNSConfig; c != nil {
-		spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: c.Nameservers, Searches: c.Searches}
-		for _, o := range c.Options {
-			spec.DNSConfig.Options = append(spec.DNSConfig.Options, corev1.PodDNSConfigOption{Name: o.Name, Value: o.Value})
-		}
-	}
-	for _, h := range s.HostAliases {
-		spec.HostAliases = append(spec.HostAliases, corev1.HostAlias{IP: h.IP, Hostnames: h.Hostnames})
-	}
+	spec.DNSPolicy, spec.DNSConfig = workload.DNS(s.DNSPolicy, s.DNSConfig)
+	spec.HostAliases = workload.HostAliases(s.HostAliases)
 	return spec
-}
-
-// podSecurityContext passes the "restricted" Pod Security profile by default. A user's
-// spec.securityContext is kept (OpenShift, for one, assigns user ids itself), with
-// runAsNonRoot and the RuntimeDefault seccomp profile filled in when left out.
-func podSecurityContext(p *monitoringv1.Prometheus) *corev1.PodSecurityContext {
-	if p.Spec.SecurityContext == nil {
-		return &corev1.PodSecurityContext{
-			RunAsNonRoot:   ptrTo(true),
-			RunAsUser:      ptrTo(int64(defaultRunAsUser)),
-			RunAsGroup:     ptrTo(int64(defaultRunAsGroup)),
-			FSGroup:        ptrTo(int64(defaultFSGroup)),
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		}
-	}
-	sc := p.Spec.SecurityContext.DeepCopy()
-	if sc.RunAsNonRoot == nil && (sc.RunAsUser == nil || *sc.RunAsUser != 0) {
-		sc.RunAsNonRoot = ptrTo(true)
-	}
-	if sc.SeccompProfile == nil {
-		sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
-	}
-	return sc
-}
-
-func containerSecurityContext() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptrTo(false),
-		ReadOnlyRootFilesystem:   ptrTo(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
 }
 
 func topologySpreadConstraints(p *monitoringv1.Prometheus, shard int32) []corev1.TopologySpreadConstraint {
@@ -227,7 +138,7 @@ func topologySpreadConstraints(p *monitoringv1.Prometheus, shard int32) []corev1
 			if tsc.LabelSelector == nil {
 				tsc.LabelSelector = &metav1.LabelSelector{}
 			}
-			tsc.LabelSelector.MatchLabels = mergeLabels(tsc.LabelSelector.MatchLabels, add)
+			tsc.LabelSelector.MatchLabels = workload.MergeLabels(tsc.LabelSelector.MatchLabels, add)
 		}
 		out = append(out, tsc)
 	}
@@ -241,48 +152,34 @@ func volumes(p *monitoringv1.Prometheus) []corev1.Volume {
 		{Name: volConfigOut, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
 		{Name: volWebConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: WebConfigSecretName(p.Name)}}},
 	}
-	if src := dataVolumeSource(p); src != nil {
+	if src := workload.DataVolumeSource(p.Spec.Storage); src != nil {
 		vols = append(vols, corev1.Volume{Name: dataVolumeName(p), VolumeSource: *src})
 	}
-	for _, s := range uniq(p.Spec.Secrets) {
-		vols = append(vols, corev1.Volume{Name: volumeName("secret", s), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
+	for _, s := range workload.Uniq(p.Spec.Secrets) {
+		vols = append(vols, corev1.Volume{Name: workload.VolumeName("secret", s), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
 	}
-	for _, c := range uniq(p.Spec.ConfigMaps) {
-		vols = append(vols, corev1.Volume{Name: volumeName("configmap", c), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
+	for _, c := range workload.Uniq(p.Spec.ConfigMaps) {
+		vols = append(vols, corev1.Volume{Name: workload.VolumeName("configmap", c), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
 	}
 	vols = append(vols, ruleVolumes(p)...)
 	return append(vols, configPieceVolumes(p)...)
 }
 
-// dataVolumeSource is the pod volume holding the TSDB, or nil when a PVC template does.
-func dataVolumeSource(p *monitoringv1.Prometheus) *corev1.VolumeSource {
-	st := p.Spec.Storage
-	switch {
-	case st != nil && st.EmptyDir != nil:
-		return &corev1.VolumeSource{EmptyDir: st.EmptyDir.DeepCopy()}
-	case st != nil && st.Ephemeral != nil:
-		return &corev1.VolumeSource{Ephemeral: st.Ephemeral.DeepCopy()}
-	case hasVolumeClaimTemplate(st):
-		return nil
-	}
-	return &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
-}
-
 func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
-	image, _ := prometheusImage(p) // Validate has refused the errors
+	image, _ := imageSpec(p).Reference() // Validate has refused the errors
 	mounts := []corev1.VolumeMount{
 		{Name: volConfigOut, MountPath: configOutDir, ReadOnly: true},
 		{Name: dataVolumeName(p), MountPath: storageDir, SubPath: dataSubPath(p)},
 		{Name: volWebConfig, MountPath: webConfigDir, ReadOnly: true},
 	}
-	for _, s := range uniq(p.Spec.Secrets) {
-		mounts = append(mounts, corev1.VolumeMount{Name: volumeName("secret", s), MountPath: path.Join(secretsDir, s), ReadOnly: true})
+	for _, s := range workload.Uniq(p.Spec.Secrets) {
+		mounts = append(mounts, corev1.VolumeMount{Name: workload.VolumeName("secret", s), MountPath: path.Join(secretsDir, s), ReadOnly: true})
 	}
-	for _, c := range uniq(p.Spec.ConfigMaps) {
-		mounts = append(mounts, corev1.VolumeMount{Name: volumeName("configmap", c), MountPath: path.Join(configMapsDir, c), ReadOnly: true})
+	for _, c := range workload.Uniq(p.Spec.ConfigMaps) {
+		mounts = append(mounts, corev1.VolumeMount{Name: workload.VolumeName("configmap", c), MountPath: path.Join(configMapsDir, c), ReadOnly: true})
 	}
 	mounts = append(mounts, ruleMounts(p)...)
-	startupSeconds := ptrValueOr(p.Spec.MaximumStartupDurationSeconds, defaultStartupDuration)
+	startupSeconds := workload.ValueOr(p.Spec.MaximumStartupDurationSeconds, defaultStartupDuration)
 	return corev1.Container{
 		Name:            containerPrometheus,
 		Image:           image,
@@ -310,7 +207,7 @@ func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
 			FailureThreshold: 6,
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		SecurityContext:          containerSecurityContext(),
+		SecurityContext:          workload.ContainerSecurityContext(),
 	}
 }
 
@@ -341,15 +238,7 @@ func httpProbe(p *monitoringv1.Prometheus, endpoint string) corev1.ProbeHandler 
 // prometheusArgs are the command-line flags of the prometheus container: the generated
 // ones, then spec.additionalArgs.
 func prometheusArgs(p *monitoringv1.Prometheus) []string {
-	args := generatedArgs(p)
-	for _, a := range p.Spec.AdditionalArgs {
-		if a.Value == "" {
-			args = append(args, "--"+a.Name)
-		} else {
-			args = append(args, "--"+a.Name+"="+a.Value)
-		}
-	}
-	return args
+	return workload.Args(generatedArgs(p), p.Spec.AdditionalArgs)
 }
 
 // generatedArgs are the flags Lookout derives from the spec; flags from optional fields
@@ -393,7 +282,7 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 	if s.EnableRemoteWriteReceiver {
 		args = append(args, "--web.enable-remote-write-receiver")
 	}
-	if ptrValue(s.EnableOTLPReceiver) {
+	if workload.Value(s.EnableOTLPReceiver) {
 		args = append(args, "--web.enable-otlp-receiver")
 	}
 	if s.LogLevel != "" {
@@ -407,7 +296,7 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 		for _, f := range s.EnableFeatures {
 			features = append(features, string(f))
 		}
-		args = append(args, "--enable-feature="+strings.Join(uniq(features), ","))
+		args = append(args, "--enable-feature="+strings.Join(workload.Uniq(features), ","))
 	}
 	if s.WALCompression != nil {
 		if *s.WALCompression {
@@ -438,73 +327,23 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 }
 
 // reloaderContainer is the config-reloader sidecar, or with init set the init container
-// that writes the configuration once before Prometheus starts.
+// that writes the configuration once before Prometheus starts. Rule files change through
+// the kubelet's ConfigMap sync; the sidecar watches their directories and reloads.
 func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, init bool) corev1.Container {
-	args := []string{
-		"--listen-address=:" + strconv.Itoa(reloaderPort),
-		"--config-file=" + configDir + "/" + ConfigSecretKey,
-		"--config-envsubst-file=" + configEnvsubstOut,
-		"--reload-url=http://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), "/-/reload"),
-		"--config-secret=" + p.Namespace + "/" + ConfigSecretName(p.Name),
-	}
-	args = append(args, configPieceArgs(p)...)
-	c := corev1.Container{
-		Name:            containerReloader,
-		Image:           opts.ReloaderImage,
-		ImagePullPolicy: p.Spec.ImagePullPolicy,
-		Command:         []string{reloaderCommand},
-		Args:            args,
-		Env: []corev1.EnvVar{
-			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
-			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
-			{Name: "SHARD", Value: strconv.Itoa(int(shard))},
-		},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("10m"),
-				corev1.ResourceMemory: resource.MustParse("32Mi"),
-			},
-			Limits: corev1.ResourceList{
-				corev1.ResourceMemory: resource.MustParse("128Mi"),
-			},
-		},
-		VolumeMounts: append([]corev1.VolumeMount{
+	return workload.Reloader{
+		Image:        opts.ReloaderImage,
+		PullPolicy:   p.Spec.ImagePullPolicy,
+		ConfigFile:   configDir + "/" + ConfigSecretKey,
+		OutputFile:   configEnvsubstOut,
+		ReloadURL:    "http://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), "/-/reload"),
+		ConfigSecret: p.Namespace + "/" + ConfigSecretName(p.Name),
+		Args:         configPieceArgs(p),
+		SidecarArgs:  ruleWatchArgs(p),
+		Env:          []corev1.EnvVar{{Name: "SHARD", Value: strconv.Itoa(int(shard))}},
+		Mounts: append([]corev1.VolumeMount{
 			{Name: volConfig, MountPath: configDir, ReadOnly: true},
 			{Name: volConfigOut, MountPath: configOutDir},
 		}, configPieceMounts()...),
-		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		SecurityContext:          containerSecurityContext(),
-	}
-	if init {
-		c.Name = containerInitReloader
-		c.Args = append(c.Args, "--init-mode")
-	} else {
-		// Rule files change through the kubelet's ConfigMap sync; the
-		// sidecar watches the directories and reloads.
-		c.Args = append(c.Args, ruleWatchArgs(p)...)
-		c.VolumeMounts = append(c.VolumeMounts, ruleMounts(p)...)
-		c.Ports = []corev1.ContainerPort{{Name: reloaderPortName, ContainerPort: reloaderPort, Protocol: corev1.ProtocolTCP}}
-	}
-	return c
-}
-
-// uniq drops repeated entries, keeping the first: a name listed twice would make two
-// volumes with the same name.
-func uniq(in []string) []string {
-	seen := make(map[string]bool, len(in))
-	var out []string
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func ptrValueOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
+		SidecarMounts: ruleMounts(p),
+	}.Container(init)
 }

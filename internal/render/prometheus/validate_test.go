@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lookout-operator/lookout/internal/render/workload"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -209,13 +210,13 @@ func TestVolumeNames(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := volumeName(tc.prefix, tc.in); !tc.want.MatchString(got) {
-				t.Errorf("volumeName = %q, want %v", got, tc.want)
+			if got := workload.VolumeName(tc.prefix, tc.in); !tc.want.MatchString(got) {
+				t.Errorf("VolumeName = %q, want %v", got, tc.want)
 			}
 		})
 	}
 	t.Run("keeps distinct names distinct", func(t *testing.T) {
-		if a, b := volumeName("secret", "a.b"), volumeName("secret", "a-b"); a == b {
+		if a, b := workload.VolumeName("secret", "a.b"), workload.VolumeName("secret", "a-b"); a == b {
 			t.Errorf("a.b and a-b both map to %q", a)
 		}
 	})
