@@ -87,15 +87,17 @@ type alertingParts struct {
 	endpoints        []any // spec.alerting.alertmanagers, one each
 	relabel          []yaml.MapSlice
 	alertmanagers    []yaml.MapSlice
+	namespaces       []string // discovered in by the endpoints
 }
 
 // alerting renders the alerting section (nil when the Prometheus sends no alerts anywhere) and
-// checks it with Prometheus's loader under the global section.
-func (g *generator) alerting(in Input, cache *Cache) ([]byte, *AlertingError) {
+// checks it with Prometheus's loader under the global section. It also returns the namespaces
+// the alertmanagers of spec.alerting are discovered in.
+func (g *generator) alerting(in Input, cache *Cache) ([]byte, []string, *AlertingError) {
 	spec := &g.prom.Spec
 	if spec.Alerting == nil && spec.AdditionalAlertManagerConfigs == nil && spec.AdditionalAlertRelabelConfigs == nil &&
 		len(in.AdditionalAlertManagerConfigs) == 0 && len(in.AdditionalAlertRelabelConfigs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var parts alertingParts
 	// The replicas of one Prometheus send the same alerts; without the label Alertmanager
@@ -111,39 +113,40 @@ func (g *generator) alerting(in Input, cache *Cache) ([]byte, *AlertingError) {
 		for i := range a.Alertmanagers {
 			e, rej := g.alertmanager(fmt.Sprintf("spec.alerting.alertmanagers[%d]", i), &a.Alertmanagers[i])
 			if rej != nil {
-				return nil, &AlertingError{Reason: ReasonInvalidAlerting, Message: rej.message}
+				return nil, nil, &AlertingError{Reason: ReasonInvalidAlerting, Message: rej.message}
 			}
 			parts.endpoints = append(parts.endpoints, e)
+			parts.namespaces = append(parts.namespaces, e.KubernetesSDConfigs[0].Namespaces.Names...)
 		}
 	}
 	var msg string
 	if parts.relabel, msg = yamlList(in.AdditionalAlertRelabelConfigs, "relabel config", "source_labels"); msg != "" {
-		return nil, &AlertingError{Reason: ReasonInvalidAdditionalAlertRelabelConfigs, Message: additionalAlertRelabelConfigsField + ": " + msg}
+		return nil, nil, &AlertingError{Reason: ReasonInvalidAdditionalAlertRelabelConfigs, Message: additionalAlertRelabelConfigsField + ": " + msg}
 	}
 	if parts.alertmanagers, msg = yamlList(in.AdditionalAlertManagerConfigs, "alertmanager config", "static_configs"); msg != "" {
-		return nil, &AlertingError{Reason: ReasonInvalidAdditionalAlertManagerConfigs, Message: additionalAlertManagerConfigsField + ": " + msg}
+		return nil, nil, &AlertingError{Reason: ReasonInvalidAdditionalAlertManagerConfigs, Message: additionalAlertManagerConfigsField + ": " + msg}
 	}
 	if len(parts.generatedRelabel)+len(parts.endpoints)+len(parts.relabel)+len(parts.alertmanagers) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 
 	shipped, err := parts.marshal(false)
 	if err != nil {
-		return nil, &AlertingError{Reason: ReasonInvalidAlerting, Message: fmt.Sprintf("cannot encode the alerting section: %v", err)}
+		return nil, nil, &AlertingError{Reason: ReasonInvalidAlerting, Message: fmt.Sprintf("cannot encode the alerting section: %v", err)}
 	}
 	check, err := parts.marshal(true)
 	if err != nil {
-		return nil, &AlertingError{Reason: ReasonInvalidAlerting, Message: fmt.Sprintf("cannot encode the alerting section: %v", err)}
+		return nil, nil, &AlertingError{Reason: ReasonInvalidAlerting, Message: fmt.Sprintf("cannot encode the alerting section: %v", err)}
 	}
 	// Loaded once per content while the generator stays the same.
 	sum := sha256.Sum256(check)
 	if sum != cache.alerting {
 		if err := g.loadTail(check); err != nil {
-			return nil, g.refusedAlerting(&parts, err)
+			return nil, nil, g.refusedAlerting(&parts, err)
 		}
 		cache.alerting = sum
 	}
-	return shipped, nil
+	return shipped, parts.namespaces, nil
 }
 
 // marshal writes the section; for the loader of this binary (check) without the discovery

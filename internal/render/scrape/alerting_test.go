@@ -3,6 +3,7 @@ package scrape
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -389,5 +390,19 @@ func TestAlertingAccepts(t *testing.T) {
 				t.Errorf("config lacks %q:\n%s", tc.want, res.Config())
 			}
 		})
+	}
+}
+
+// Prometheus needs the right to discover the alertmanagers' endpoints in their namespaces.
+func TestAlertmanagerNamespacesAreDiscoveryNamespaces(t *testing.T) {
+	res, err := Generate(newInput(newPrometheus(withAlertmanagers(
+		alertmanagerEndpoints("am", "web"),
+		alertmanagerEndpoints("am", "web", func(am *monitoringv1.AlertmanagerEndpoints) { am.Namespace = ptr("alerting") }),
+	)), monitors(newServiceMonitor("apps", "app"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"alerting", "apps", "monitoring"}; !slices.Equal(res.Namespaces, want) {
+		t.Errorf("Namespaces = %v, want %v", res.Namespaces, want)
 	}
 }

@@ -92,8 +92,8 @@ type Result struct {
 	// Namespaces Prometheus must run Kubernetes discovery in (sorted, unique), for RBAC: those of
 	// accepted ServiceMonitors (endpoints or endpointslice role), PodMonitors (pod role), Probes
 	// with ingress targets (ingress role) and ScrapeConfigs' kubernetesSDConfigs without an
-	// apiServer (their namespaces.names, and the Prometheus's own namespace with ownNamespace).
-	// AllNamespaces is true when some accepted monitor uses namespaceSelector.any, or a
+	// apiServer (their namespaces.names, and the Prometheus's own namespace with ownNamespace),
+	// and those spec.alerting discovers alertmanagers in. AllNamespaces is true when some accepted monitor uses namespaceSelector.any, or a
 	// ScrapeConfig's kubernetesSDConfigs entry lists no namespace.
 	Namespaces    []string
 	AllNamespaces bool
@@ -220,7 +220,7 @@ func generate(in Input) (*Result, error) {
 	}
 	cache.Hits, cache.Misses = 0, 0
 	cache.epoch++
-	tail, alertErr := g.alerting(in, cache)
+	tail, alertingNamespaces, alertErr := g.alerting(in, cache)
 	if alertErr != nil {
 		return nil, alertErr
 	}
@@ -334,6 +334,9 @@ func generate(in Input) (*Result, error) {
 		}
 		res.Groups = append(res.Groups, Group{Key: AdditionalGroupKey, YAML: extra.shipped, Size: len(extra.shipped)})
 		size += len(extra.shipped)
+	}
+	for _, ns := range alertingNamespaces {
+		namespaces[ns] = struct{}{}
 	}
 	res.Namespaces = sortedKeys(namespaces)
 	res.Size = size
