@@ -6,6 +6,7 @@ package gather
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -72,9 +73,14 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 
 	refs := scrape.Input{Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes, ScrapeConfigs: in.ScrapeConfigs}
 	secretKeys := scrape.SecretKeys(refs)
-	if a := p.Spec.AdditionalScrapeConfigs; a != nil {
-		secretKeys = append(secretKeys, p.Namespace+"/"+a.Name)
+	additional := additionalConfigs(p, &res.Inputs)
+	for _, a := range additional {
+		if a.sel != nil {
+			secretKeys = append(secretKeys, p.Namespace+"/"+a.sel.Name)
+		}
 	}
+	slices.Sort(secretKeys)
+	secretKeys = slices.Compact(secretKeys)
 	for _, key := range secretKeys {
 		res.Refs = append(res.Refs, "Secret/"+key)
 		ns, name, _ := strings.Cut(key, "/")
@@ -106,15 +112,9 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 	}
 	res.Inputs.ConfigMaps = in.ConfigMaps
 
-	if a := p.Spec.AdditionalScrapeConfigs; a != nil {
-		s, ok := res.Inputs.Secrets[p.Namespace+"/"+a.Name]
-		switch {
-		case !ok && (a.Optional == nil || !*a.Optional):
-			return nil, &render.SpecError{Reason: "AdditionalScrapeConfigsNotFound", Message: fmt.Sprintf("spec.additionalScrapeConfigs: Secret %s/%s does not exist", p.Namespace, a.Name)}
-		case ok && s.Data[a.Key] == nil && (a.Optional == nil || !*a.Optional):
-			return nil, &render.SpecError{Reason: "AdditionalScrapeConfigsNotFound", Message: fmt.Sprintf("spec.additionalScrapeConfigs: Secret %s/%s has no key %q", p.Namespace, a.Name, a.Key)}
-		case ok:
-			res.Inputs.AdditionalScrapeConfigs = s.Data[a.Key]
+	for _, a := range additional {
+		if err := a.read(p, res.Inputs.Secrets); err != nil {
+			return nil, err
 		}
 	}
 
@@ -131,6 +131,55 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 		}
 	}
 	return res, nil
+}
+
+// additionalConfig is one of the Prometheus's Secret keys whose content goes into the config as
+// given (additional scrape, alertmanager and alert relabel configs).
+type additionalConfig struct {
+	field string // its name in the spec
+	sel   *corev1.SecretKeySelector
+	into  *[]byte
+}
+
+func additionalConfigs(p *monitoringv1.Prometheus, in *render.Inputs) []additionalConfig {
+	return []additionalConfig{
+		{"additionalScrapeConfigs", p.Spec.AdditionalScrapeConfigs, &in.AdditionalScrapeConfigs},
+		{"additionalAlertManagerConfigs", p.Spec.AdditionalAlertManagerConfigs, &in.AdditionalAlertManagerConfigs},
+		{"additionalAlertRelabelConfigs", p.Spec.AdditionalAlertRelabelConfigs, &in.AdditionalAlertRelabelConfigs},
+	}
+}
+
+// read sets the content from the gathered Secrets. A missing Secret or key is a
+// *render.SpecError (reason "<Field>NotFound") unless the selector is optional: those configs
+// cannot be left out alone without changing what the user asked for.
+func (a additionalConfig) read(p *monitoringv1.Prometheus, secrets map[string]*corev1.Secret) error {
+	if a.sel == nil {
+		return nil
+	}
+	optional := a.sel.Optional != nil && *a.sel.Optional
+	reason := strings.ToUpper(a.field[:1]) + a.field[1:] + "NotFound"
+	s, ok := secrets[p.Namespace+"/"+a.sel.Name]
+	if !ok {
+		if optional {
+			return nil
+		}
+		return &render.SpecError{Reason: reason, Message: fmt.Sprintf("spec.%s: Secret %s/%s does not exist", a.field, p.Namespace, a.sel.Name)}
+	}
+	v, ok := s.Data[a.sel.Key]
+	if !ok {
+		// Objects read from files (the CLI) may carry stringData, which the API server would have merged.
+		if sv, sok := s.StringData[a.sel.Key]; sok {
+			v, ok = []byte(sv), true
+		}
+	}
+	if !ok {
+		if optional {
+			return nil
+		}
+		return &render.SpecError{Reason: reason, Message: fmt.Sprintf("spec.%s: Secret %s/%s has no key %q", a.field, p.Namespace, a.sel.Name, a.sel.Key)}
+	}
+	*a.into = v
+	return nil
 }
 
 // selectKind lists the objects of one kind (from the cache) and keeps those

@@ -38,6 +38,11 @@ type Inputs struct {
 	ConfigMaps map[string]*corev1.ConfigMap
 	// AdditionalScrapeConfigs is the content of spec.additionalScrapeConfigs.
 	AdditionalScrapeConfigs []byte
+	// AdditionalAlertManagerConfigs and AdditionalAlertRelabelConfigs are the
+	// contents of spec.additionalAlertManagerConfigs and
+	// spec.additionalAlertRelabelConfigs.
+	AdditionalAlertManagerConfigs []byte
+	AdditionalAlertRelabelConfigs []byte
 	// ServiceAccountExists: spec.serviceAccountName names an existing ServiceAccount.
 	ServiceAccountExists bool
 	// ReloaderImage is the image of the config-reloader sidecar.
@@ -109,7 +114,9 @@ func Prometheus(in Inputs) (*Desired, error) {
 	res, err := scrape.Generate(scrape.Input{
 		Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes,
 		ScrapeConfigs: in.ScrapeConfigs, Secrets: in.Secrets, ConfigMaps: in.ConfigMaps,
-		AdditionalScrapeConfigs: in.AdditionalScrapeConfigs,
+		AdditionalScrapeConfigs:       in.AdditionalScrapeConfigs,
+		AdditionalAlertManagerConfigs: in.AdditionalAlertManagerConfigs,
+		AdditionalAlertRelabelConfigs: in.AdditionalAlertRelabelConfigs,
 		// Always present, so the first rule needs no config change: the
 		// reloader sees the new file and reloads.
 		RuleFiles: prometheus.RuleFilesGlobs(p.Name),
@@ -118,6 +125,10 @@ func Prometheus(in Inputs) (*Desired, error) {
 	var additional *scrape.AdditionalConfigError
 	if errors.As(err, &additional) {
 		return nil, &SpecError{Reason: "InvalidAdditionalScrapeConfigs", Message: "spec.additionalScrapeConfigs: " + additional.Message}
+	}
+	var alerting *scrape.AlertingError
+	if errors.As(err, &alerting) {
+		return nil, &SpecError{Reason: alerting.Reason, Message: alerting.Message}
 	}
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidConfig", Message: err.Error()}

@@ -11,6 +11,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -31,14 +32,24 @@ func TestRenderFromFilesIsByteIdenticalToWhatTheControllerWrote(t *testing.T) {
 	mustCreate(t, newServiceMonitor(ns, "bad", withRelabeling(monitoringv1.RelabelConfig{
 		SourceLabels: []monitoringv1.LabelName{"__address__"}, Regex: "(", Action: "keep"})))
 	mustCreate(t, newRule(ns, "rules", "sum(up)"))
+	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alerting"},
+		Data: map[string][]byte{"relabel.yaml": []byte("- target_label: cluster\n  replacement: eu-1\n")}})
 	p := newPrometheus(ns, "main", func(p *monitoringv1.Prometheus) {
 		p.Spec.RuleSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+		p.Spec.Alerting = &monitoringv1.AlertingSpec{Alertmanagers: []monitoringv1.AlertmanagerEndpoints{{
+			Name: "alertmanager-main", Port: intstr.FromString("web"),
+			BasicAuth: &monitoringv1.BasicAuth{
+				Username: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "user"},
+				Password: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "pass"},
+			},
+		}}}
+		p.Spec.AdditionalAlertRelabelConfigs = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "alerting"}, Key: "relabel.yaml"}
 	})
 	mustCreate(t, p)
 	eventually(t, "the controller wrote config and rules", func() (bool, error) {
 		cfg, err := configOf(ns, "main")
 		var cm corev1.ConfigMap
-		return err == nil && strings.Contains(cfg, "with-auth") &&
+		return err == nil && strings.Contains(cfg, "with-auth") && strings.Contains(cfg, "replacement: eu-1") &&
 			k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main-rulefiles-0"}, &cm) == nil && len(cm.Data) == 1, nil
 	})
 
@@ -54,11 +65,13 @@ func TestRenderFromFilesIsByteIdenticalToWhatTheControllerWrote(t *testing.T) {
 	collect(&monitoringv1.PrometheusList{})
 	collect(&monitoringv1.ServiceMonitorList{})
 	collect(&monitoringv1.PrometheusRuleList{})
-	var creds corev1.Secret
-	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "creds"}, &creds); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"creds", "alerting"} {
+		var s corev1.Secret
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, &s)
 	}
-	objs = append(objs, &creds)
 	dir := t.TempDir()
 	var buf bytes.Buffer
 	for _, o := range objs {

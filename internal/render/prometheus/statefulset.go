@@ -323,7 +323,28 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 			args = append(args, "--query.timeout="+string(*q.Timeout))
 		}
 	}
+	// The rule engine's alert timing; Prometheus reads these only at start, so a change rolls
+	// the pods (the API says so).
+	for _, f := range rulesAlertFlags(p) {
+		if f.value != "" {
+			args = append(args, "--"+f.flag+"="+f.value)
+		}
+	}
 	return args
+}
+
+// rulesAlertFlag is one field of spec.rules.alert and the Prometheus flag it sets.
+type rulesAlertFlag struct {
+	field, flag, value string
+}
+
+func rulesAlertFlags(p *monitoringv1.Prometheus) []rulesAlertFlag {
+	a := &p.Spec.Rules.Alert
+	return []rulesAlertFlag{
+		{"spec.rules.alert.forOutageTolerance", "rules.alert.for-outage-tolerance", a.ForOutageTolerance},
+		{"spec.rules.alert.forGracePeriod", "rules.alert.for-grace-period", a.ForGracePeriod},
+		{"spec.rules.alert.resendDelay", "rules.alert.resend-delay", a.ResendDelay},
+	}
 }
 
 // reloaderContainer is the config-reloader sidecar, or with init set the init container

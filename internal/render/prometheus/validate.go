@@ -182,6 +182,13 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 			}
 		}
 	}
+	for _, f := range rulesAlertFlags(p) {
+		if f.value != "" {
+			if _, err := parseDuration(f.value); err != nil {
+				return invalid(f.field, "%v", err)
+			}
+		}
+	}
 	if u := s.ExternalURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		return invalid("spec.externalUrl", "%q must be an absolute http:// or https:// URL", u)
 	}

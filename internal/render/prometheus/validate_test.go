@@ -57,6 +57,11 @@ func TestValidateRejects(t *testing.T) {
 		{"rejects an image with an empty tag", newPrometheus(withImage("prometheus:")), "spec.image", ReasonInvalidSpec, []string{"not a valid image reference"}},
 		{"rejects a version that is not semantic", newPrometheus(withVersion("latest")), "spec.version", ReasonInvalidSpec, []string{`"latest"`, "semantic version"}},
 		{"rejects a base image that makes an invalid reference", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.BaseImage = "Registry/Prom" })), "spec.baseImage", ReasonInvalidSpec, []string{"not a valid image reference"}},
+		{"rejects an alert resend delay that is not a duration", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.Rules.Alert.ResendDelay = "1 minute" })), "spec.rules.alert.resendDelay", ReasonInvalidSpec, []string{`"1 minute"`}},
+		{"rejects the alert grace period also given as an additional argument", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.Rules.Alert.ForGracePeriod = "5m"
+			s.AdditionalArgs = []monitoringv1.Argument{{Name: "rules.alert.for-grace-period", Value: "1m"}}
+		})), "spec.additionalArgs[0].name", ReasonInvalidSpec, []string{"--rules.alert.for-grace-period is set by Lookout"}},
 		{"rejects a name too long for the StatefulSet", newPrometheus(withName("monitoring", strings.Repeat("a", 42))), "metadata.name", ReasonInvalidSpec, []string{"more than the 52"}},
 		{"rejects a name too long once the shard suffix is added", newPrometheus(withName("monitoring", strings.Repeat("a", 35)), withShards(2)), "metadata.name", ReasonInvalidSpec, []string{"-shard-1"}},
 		{"rejects a name with dots, which Services cannot have", newPrometheus(withName("monitoring", "a.b")), "metadata.name", ReasonInvalidSpec, []string{`"a.b"`}},
@@ -133,6 +138,9 @@ func TestValidateAccepts(t *testing.T) {
 			corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
 			corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2048Mi")}))},
 		{"accepts the OTLP receiver on Prometheus v3", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.EnableOTLPReceiver = ptrTo(true) }))},
+		{"accepts the alert timing of spec.rules.alert", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.Rules.Alert = monitoringv1.RulesAlert{ForOutageTolerance: "2h", ForGracePeriod: "15m", ResendDelay: "2m"}
+		}))},
 		{"accepts an unrelated additional argument", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
 			s.AdditionalArgs = []monitoringv1.Argument{{Name: "storage.tsdb.no-lockfile"}}
 		}))},
@@ -169,7 +177,7 @@ func TestImage(t *testing.T) {
 	}
 }
 
-func TestRetentionFlags(t *testing.T) {
+func TestFlagsFromTheSpec(t *testing.T) {
 	cases := []struct {
 		name string
 		p    *monitoringv1.Prometheus
@@ -180,6 +188,12 @@ func TestRetentionFlags(t *testing.T) {
 		{"passes spec.retention", newPrometheus(withRetention("15d")), []string{"--storage.tsdb.retention.time=15d"}, nil},
 		{"limits by size alone when only a size is given", newPrometheus(withRetentionSize("10GB")), []string{"--storage.tsdb.retention.size=10GB"}, []string{"--storage.tsdb.retention.time"}},
 		{"passes both limits", newPrometheus(withRetention("30d"), withRetentionSize("10GB")), []string{"--storage.tsdb.retention.time=30d", "--storage.tsdb.retention.size=10GB"}, nil},
+		{"passes the alert timing of spec.rules.alert", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.Rules.Alert = monitoringv1.RulesAlert{ForOutageTolerance: "2h", ForGracePeriod: "15m", ResendDelay: "2m"}
+		})), []string{"--rules.alert.for-outage-tolerance=2h --rules.alert.for-grace-period=15m --rules.alert.resend-delay=2m"}, nil},
+		{"passes only the alert timing that is set", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.Rules.Alert.ResendDelay = "30s" })),
+			[]string{"--rules.alert.resend-delay=30s"}, []string{"--rules.alert.for-"}},
+		{"leaves Prometheus's alert timing by default", newPrometheus(), nil, []string{"--rules.alert."}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,23 +41,9 @@ type additionalJob struct {
 
 // additionalJobs parses the additional scrape configs; nil when there are none.
 func additionalJobs(raw []byte) (*additional, *AdditionalConfigError) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, nil
-	}
-	var jobs []yaml.MapSlice
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.SetStrict(true)
-	if err := dec.Decode(&jobs); err != nil && err != io.EOF {
-		var single yaml.MapSlice
-		if yaml.Unmarshal(raw, &single) == nil {
-			return nil, additionalError("not a YAML list of scrape configs: got a mapping; write each scrape config as a list item (- job_name: ...)")
-		}
-		return nil, additionalError("not a YAML list of scrape configs: %s", oneLine(err))
-	}
-	// A second document would be dropped by a plain decode; Prometheus never sees it either.
-	var next any
-	if err := dec.Decode(&next); err != io.EOF && (err != nil || next != nil) {
-		return nil, additionalError("more than one YAML document; put all scrape configs in one list")
+	jobs, msg := yamlList(raw, "scrape config", "job_name")
+	if msg != "" {
+		return nil, additionalError("%s", msg)
 	}
 	if len(jobs) == 0 {
 		return nil, nil
@@ -65,20 +51,12 @@ func additionalJobs(raw []byte) (*additional, *AdditionalConfigError) {
 	out := &additional{jobs: make([]additionalJob, len(jobs))}
 	checked := make([]yaml.MapSlice, len(jobs))
 	for i, job := range jobs {
-		if len(job) == 0 {
-			return nil, additionalError("item %d is not a scrape config", i)
-		}
-		checked[i] = make(yaml.MapSlice, 0, len(job))
 		for _, item := range job {
-			key, _ := item.Key.(string)
-			if key == "job_name" {
+			if key, _ := item.Key.(string); key == "job_name" {
 				out.jobs[i].name = fmt.Sprint(item.Value)
 			}
-			if unlinkedSD(key) {
-				continue
-			}
-			checked[i] = append(checked[i], item)
 		}
+		checked[i] = checkable(job)
 	}
 	// Re-encoding with the library Prometheus decodes with keeps every key and value; comments
 	// and formatting are not kept.
@@ -95,6 +73,49 @@ func additionalJobs(raw []byte) (*additional, *AdditionalConfigError) {
 		}
 	}
 	return out, nil
+}
+
+// yamlList decodes raw as one YAML list of mappings, each one item (what: "scrape config") whose
+// usual first key is key; nil when raw holds nothing. A message says why raw is not such a list.
+func yamlList(raw []byte, what, key string) ([]yaml.MapSlice, string) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, ""
+	}
+	var items []yaml.MapSlice
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.SetStrict(true)
+	if err := dec.Decode(&items); err != nil && err != io.EOF {
+		var single yaml.MapSlice
+		if yaml.Unmarshal(raw, &single) == nil {
+			return nil, fmt.Sprintf("not a YAML list of %ss: got a mapping; write each %s as a list item (- %s: ...)", what, what, key)
+		}
+		return nil, fmt.Sprintf("not a YAML list of %ss: %s", what, oneLine(err))
+	}
+	// A second document would be dropped by a plain decode; Prometheus never sees it either.
+	var next any
+	if err := dec.Decode(&next); err != io.EOF && (err != nil || next != nil) {
+		return nil, fmt.Sprintf("more than one YAML document; put all %ss in one list", what)
+	}
+	for i, item := range items {
+		if len(item) == 0 {
+			return nil, fmt.Sprintf("item %d is not a %s", i, what)
+		}
+	}
+	return items, ""
+}
+
+// checkable is item without the discovery configs of Prometheus mechanisms this binary does
+// not link (ec2_sd_configs...): those cannot be checked here, and refusing them would refuse
+// configs Prometheus takes.
+func checkable(item yaml.MapSlice) yaml.MapSlice {
+	out := make(yaml.MapSlice, 0, len(item))
+	for _, kv := range item {
+		if key, _ := kv.Key.(string); unlinkedSD(key) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // refused explains why the loader refuses the config with the additional jobs (err): it names

@@ -31,6 +31,8 @@ type Cache struct {
 	epoch     uint64 // counts renders; an entry used by the current one carries it
 	// The additional scrape configs last accepted under this generator, by content.
 	additional [sha256.Size]byte
+	// The alerting section last accepted under this generator, by content.
+	alerting [sha256.Size]byte
 
 	// Hits and Misses count the monitors of the last Generate call taken from the Cache and
 	// rendered; for tests and metrics.

@@ -19,11 +19,14 @@ type cachedWorld struct {
 	sms     []*monitoringv1.ServiceMonitor
 	secrets []*corev1.Secret
 	extra   []byte
+	// The additional alertmanager configs.
+	alertmanagers []byte
 }
 
 func (w *cachedWorld) input(c *Cache) Input {
 	in := newInput(w.prom, w.sms, w.secrets...)
 	in.AdditionalScrapeConfigs = w.extra
+	in.AdditionalAlertManagerConfigs = w.alertmanagers
 	in.Cache = c
 	return in
 }
@@ -121,6 +124,48 @@ func TestCacheRendersOnlyWhatChanged(t *testing.T) {
 	if _, err := Generate(w.input(nil)); err == nil {
 		t.Fatal("an additional job named like a generated one was accepted")
 	}
+}
+
+func TestCacheKeepsTheAlertingSectionCurrent(t *testing.T) {
+	w := newCachedWorld(10)
+	amSecret := func(pass, version string) *corev1.Secret {
+		s := newSecret("monitoring", "am", map[string]string{"user": "u", "pass": pass})
+		s.ResourceVersion = version
+		return s
+	}
+	w.secrets = append(w.secrets, amSecret("first-pass", "1"))
+	withAlertmanagers(alertmanagerEndpoints("alertmanager-main", "web", func(am *monitoringv1.AlertmanagerEndpoints) {
+		am.BasicAuth = &monitoringv1.BasicAuth{Username: secretRef("am", "user"), Password: secretRef("am", "pass")}
+	}))(w.prom)
+	c := NewCache()
+	expect := func(step string, wantHits, wantMisses int, inConfig string) {
+		t.Helper()
+		if h, m := w.step(t, c); h != wantHits || m != wantMisses {
+			t.Fatalf("%s: %d hits, %d misses; want %d, %d", step, h, m, wantHits, wantMisses)
+		}
+		res, err := Generate(w.input(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(res.Tail, []byte(inConfig)) {
+			t.Fatalf("%s: the alerting section lacks %q:\n%s", step, inConfig, res.Tail)
+		}
+	}
+	expect("first render", 0, 10, "first-pass")
+	expect("nothing changed", 10, 0, "first-pass")
+	w.secrets[1] = amSecret("second-pass", "2")
+	expect("the alerting Secret changed: the monitors stay cached", 10, 0, "second-pass")
+	w.alertmanagers = []byte("- static_configs: [{targets: ['am.example.com:9093']}]\n")
+	expect("additional alertmanager configs added", 10, 0, "am.example.com:9093")
+	good := w.alertmanagers
+	w.alertmanagers = []byte("- timeout: banana\n")
+	for _, cache := range []*Cache{c, nil} {
+		if _, err := Generate(w.input(cache)); err == nil {
+			t.Fatal("refused additional alertmanager configs were accepted")
+		}
+	}
+	w.alertmanagers = good
+	expect("the additional alertmanager configs fixed", 10, 0, "am.example.com:9093")
 }
 
 func TestCacheSkipsObjectsWithoutVersions(t *testing.T) {

@@ -191,32 +191,64 @@ func FuzzAdditionalScrapeConfigs(f *testing.F) {
 }
 
 // loadIgnoringUnlinkedSD loads a generated config without the discovery configs of mechanisms
-// this binary's loader does not know, as Generate checks additional scrape configs.
+// this binary's loader does not know, as Generate checks additional scrape and alertmanager
+// configs.
 func loadIgnoringUnlinkedSD(t *testing.T, cfg []byte) *config.Config {
 	t.Helper()
 	var doc yaml.MapSlice
 	if err := yaml.Unmarshal(cfg, &doc); err != nil {
 		t.Fatalf("parse generated config: %v\n%s", err, cfg)
 	}
-	for i, item := range doc {
-		if item.Key != "scrape_configs" {
-			continue
+	strip := func(items any) any {
+		list, _ := items.([]any)
+		for j, item := range list {
+			list[j] = checkable(item.(yaml.MapSlice))
 		}
-		jobs, _ := item.Value.([]any)
-		for j, job := range jobs {
-			var kept yaml.MapSlice
-			for _, kv := range job.(yaml.MapSlice) {
-				if key, _ := kv.Key.(string); !unlinkedSD(key) {
-					kept = append(kept, kv)
+		return list
+	}
+	for i, item := range doc {
+		switch item.Key {
+		case "scrape_configs":
+			doc[i].Value = strip(item.Value)
+		case "alerting":
+			for k, sub := range item.Value.(yaml.MapSlice) {
+				if sub.Key == "alertmanagers" {
+					item.Value.(yaml.MapSlice)[k].Value = strip(sub.Value)
 				}
 			}
-			jobs[j] = kept
 		}
-		doc[i].Value = jobs
 	}
 	stripped, err := yaml.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return mustLoad(t, stripped)
+}
+
+// FuzzAdditionalAlertingConfigs feeds random additional alertmanager and alert relabel configs
+// to kube-prometheus's Prometheus: Generate must either ship a config Prometheus loads, with
+// the generated alertmanager and the replica label drop first, or refuse them with an
+// *AlertingError; never fail otherwise or panic.
+func FuzzAdditionalAlertingConfigs(f *testing.F) {
+	f.Add(additionalAlertmanagers, additionalAlertRelabel)
+	f.Add("- ec2_sd_configs:\n  - region: eu-west-1\n", "")
+	f.Add("- timeout: banana\n", "- action: explode\n")
+	f.Add("static_configs: []\n", "- null\n")
+	f.Add("- {static_configs: [{targets: ['$(POD_NAME):1']}]}\n", "- {source_labels: [a], regex: '('}\n")
+	f.Add("--- \n- scheme: https\n...\n", "[]")
+	f.Fuzz(func(t *testing.T, alertmanagers, relabel string) {
+		res, err := Generate(withAdditionalAlerting(newInput(kubePrometheus(), monitors(newServiceMonitor("fuzz", "good"))), alertmanagers, relabel))
+		if err != nil {
+			var ae *AlertingError
+			if !errors.As(err, &ae) || ae.Message == "" || ae.Reason == "" {
+				t.Fatalf("Generate failed with %T: %v", err, err)
+			}
+			return
+		}
+		cfg := loadIgnoringUnlinkedSD(t, res.Config())
+		a := cfg.AlertingConfig
+		if len(a.AlertmanagerConfigs) == 0 || len(a.AlertRelabelConfigs) == 0 || a.AlertRelabelConfigs[0].Action != "labeldrop" {
+			t.Fatalf("the generated alerting config is missing:\n%s", res.Config())
+		}
+	})
 }

@@ -255,6 +255,7 @@ func goldenCases() map[string]Input {
 	maps.Copy(cases, credentialGoldenCases())
 	maps.Copy(cases, scrapeConfigGoldenCases())
 	maps.Copy(cases, additionalGoldenCases())
+	maps.Copy(cases, alertingGoldenCases())
 	return cases
 }
 

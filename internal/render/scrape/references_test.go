@@ -39,7 +39,19 @@ func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 		Name:          "default",
 		Default:       ptr(true),
 		Authorization: &monitoringv1.Authorization{SafeAuthorization: monitoringv1.SafeAuthorization{Credentials: sec("class-token")}},
-	}))
+	}), withAlertmanagers(
+		alertmanagerEndpoints("am0", "web", func(am *monitoringv1.AlertmanagerEndpoints) {
+			am.TLSConfig = &monitoringv1.TLSConfig{SafeTLSConfig: *tls("am0")}
+			am.BasicAuth = basic("am0")
+			am.ProxyConfig = proxyWithHeader("am0-proxy")
+		}),
+		alertmanagerEndpoints("am1", "web", func(am *monitoringv1.AlertmanagerEndpoints) {
+			am.Authorization = &monitoringv1.SafeAuthorization{Credentials: sec("am1-authz")}
+		}),
+		alertmanagerEndpoints("am2", "web", func(am *monitoringv1.AlertmanagerEndpoints) {
+			am.Sigv4 = &monitoringv1.Sigv4{AccessKey: sec("am2-access"), SecretKey: sec("am2-secret")}
+		}),
+	))
 	sm := newServiceMonitor("sm-ns", "sm", withEndpoints(
 		endpoint(withEP(func(ep *monitoringv1.Endpoint) {
 			ep.BasicAuth = basic("ep0")
@@ -95,7 +107,8 @@ func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 		ns, name, _ := strings.Cut(key, "/")
 		in = withConfigMaps(in, newConfigMap(ns, name, map[string]string{"v": "x", "ca.crt": testPEM("ca.crt")}))
 	}
-	if !slices.Contains(secretKeys, "monitoring/class-token") || !slices.Contains(configMapKeys, "sc-ns/http-sd-oauth-ca") {
+	if !slices.Contains(secretKeys, "monitoring/class-token") || !slices.Contains(secretKeys, "monitoring/am2-secret") ||
+		!slices.Contains(configMapKeys, "monitoring/am0-ca") || !slices.Contains(configMapKeys, "sc-ns/http-sd-oauth-ca") {
 		t.Errorf("SecretKeys = %v\nConfigMapKeys = %v", secretKeys, configMapKeys)
 	}
 

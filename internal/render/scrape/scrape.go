@@ -52,6 +52,13 @@ type Input struct {
 	// Result.Namespaces. When they do not parse or Prometheus refuses them, Generate returns an
 	// *AdditionalConfigError.
 	AdditionalScrapeConfigs []byte
+	// AdditionalAlertManagerConfigs and AdditionalAlertRelabelConfigs are the contents of the
+	// Secret keys spec.additionalAlertManagerConfigs and spec.additionalAlertRelabelConfigs name,
+	// read by the caller: YAML lists of alertmanager configs and of relabel configs, appended as
+	// given to alerting.alertmanagers and alerting.alert_relabel_configs. When they do not parse
+	// or Prometheus refuses them, Generate returns an *AlertingError.
+	AdditionalAlertManagerConfigs []byte
+	AdditionalAlertRelabelConfigs []byte
 	// Cache, when given, carries work over from the previous Generate for the same Prometheus;
 	// see Cache. The output is the same without it.
 	Cache *Cache
@@ -72,9 +79,11 @@ type Verdict struct {
 type Result struct {
 	// Head is the part of the config before scrape_configs (global, rule_files); Groups are the
 	// items of scrape_configs, one per accepted monitor with jobs plus the additional scrape
-	// configs, in the config's order. Config() puts them together.
+	// configs, in the config's order; Tail is what follows scrape_configs (alerting), empty when
+	// nothing does. Config() puts them together.
 	Head   []byte
 	Groups []Group
+	Tail   []byte
 	// Size is the length of Config().
 	Size int
 	// Exactly one per input monitor, sorted by kind (ServiceMonitor, PodMonitor, Probe,
@@ -83,8 +92,8 @@ type Result struct {
 	// Namespaces Prometheus must run Kubernetes discovery in (sorted, unique), for RBAC: those of
 	// accepted ServiceMonitors (endpoints or endpointslice role), PodMonitors (pod role), Probes
 	// with ingress targets (ingress role) and ScrapeConfigs' kubernetesSDConfigs without an
-	// apiServer (their namespaces.names, and the Prometheus's own namespace with ownNamespace).
-	// AllNamespaces is true when some accepted monitor uses namespaceSelector.any, or a
+	// apiServer (their namespaces.names, and the Prometheus's own namespace with ownNamespace),
+	// and those spec.alerting discovers alertmanagers in. AllNamespaces is true when some accepted monitor uses namespaceSelector.any, or a
 	// ScrapeConfig's kubernetesSDConfigs entry lists no namespace.
 	Namespaces    []string
 	AllNamespaces bool
@@ -136,7 +145,8 @@ func reject(reason, format string, args ...any) *rejection {
 // Generate renders prometheus.yaml. It returns an error only when the whole config cannot be
 // produced (e.g. the Prometheus spec itself is invalid: bad scrapeInterval, bad externalLabels);
 // a bad monitor is rejected on its own through its Verdict and the rest still ship. Bad
-// additional scrape configs give an *AdditionalConfigError, returned as is.
+// additional scrape configs give an *AdditionalConfigError, and an alerting section that cannot
+// be rendered an *AlertingError, returned as they are.
 func Generate(in Input) (*Result, error) {
 	if in.Prometheus == nil {
 		return nil, errors.New("render scrape config: no Prometheus given")
@@ -145,6 +155,9 @@ func Generate(in Input) (*Result, error) {
 	res, err := generate(in)
 	if err != nil {
 		if ae, ok := err.(*AdditionalConfigError); ok {
+			return nil, ae
+		}
+		if ae, ok := err.(*AlertingError); ok {
 			return nil, ae
 		}
 		return nil, fmt.Errorf("render scrape config for Prometheus %s: %w", key, err)
@@ -202,14 +215,18 @@ func generate(in Input) (*Result, error) {
 		cache.entries = map[types.UID]*cacheEntry{}
 	}
 	if key, ok := generatorKey(g); !ok || key != cache.generator {
-		cache.generator, cache.additional = key, [32]byte{}
+		cache.generator, cache.additional, cache.alerting = key, [32]byte{}, [32]byte{}
 		clear(cache.entries)
 	}
 	cache.Hits, cache.Misses = 0, 0
 	cache.epoch++
+	tail, alertingNamespaces, alertErr := g.alerting(in, cache)
+	if alertErr != nil {
+		return nil, alertErr
+	}
 
 	monitors := g.monitors(in)
-	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)), Head: g.globalYAML}
+	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)), Head: g.globalYAML, Tail: tail}
 	chosen := make([]*cacheEntry, 0, len(monitors)) // by verdict; nil for duplicates
 	var pending []*candidate
 	pendingBytes, used := 0, 0
@@ -278,7 +295,7 @@ func generate(in Input) (*Result, error) {
 	if extra != nil {
 		names = map[string]struct{}{}
 	}
-	size := len(g.globalYAML) + len(scrapeConfigsKey)
+	size := len(g.globalYAML) + len(scrapeConfigsKey) + len(tail)
 	for i, e := range chosen {
 		if e == nil {
 			continue
@@ -318,6 +335,9 @@ func generate(in Input) (*Result, error) {
 		res.Groups = append(res.Groups, Group{Key: AdditionalGroupKey, YAML: extra.shipped, Size: len(extra.shipped)})
 		size += len(extra.shipped)
 	}
+	for _, ns := range alertingNamespaces {
+		namespaces[ns] = struct{}{}
+	}
 	res.Namespaces = sortedKeys(namespaces)
 	res.Size = size
 	if len(res.Groups) == 0 {
@@ -328,7 +348,7 @@ func generate(in Input) (*Result, error) {
 
 // Config is the whole prometheus.yaml, deterministic: same input → same bytes. It is assembled
 // on each call; a caller that only ships pieces of it never pays for the copy.
-func (r *Result) Config() []byte { return assemble(r.Head, r.Groups, r.Size) }
+func (r *Result) Config() []byte { return append(assemble(r.Head, r.Groups, r.Size), r.Tail...) }
 
 // AdditionalGroupKey is the Group of the additional scrape configs.
 const AdditionalGroupKey = "additionalScrapeConfigs"

@@ -9,7 +9,8 @@ import (
 // unique: those referenced by the monitors of every kind, ScrapeConfigs and their HTTP and
 // Kubernetes discovery configs included (credentials, OAuth2, TLS, proxy headers), looked up in
 // each monitor's namespace, and those of the Prometheus's scrape class
-// authorizations, looked up in the Prometheus's. The caller fetches them into Input.Secrets.
+// authorizations and alertmanager endpoints, looked up in the Prometheus's. The caller fetches
+// them into Input.Secrets.
 func SecretKeys(in Input) []string {
 	keys := map[string]struct{}{}
 	walkReferences(in, referenceVisitor{
@@ -183,6 +184,21 @@ func walkReferences(in Input, v referenceVisitor) {
 		for i := range p.Spec.ScrapeClasses {
 			if a := p.Spec.ScrapeClasses[i].Authorization; a != nil {
 				r.authorization(&a.SafeAuthorization)
+			}
+		}
+		if a := p.Spec.Alerting; a != nil {
+			for i := range a.Alertmanagers {
+				am := &a.Alertmanagers[i]
+				if am.TLSConfig != nil {
+					r.tls(&am.TLSConfig.SafeTLSConfig)
+				}
+				r.basicAuth(am.BasicAuth)
+				r.authorization(am.Authorization)
+				r.proxy(&am.ProxyConfig)
+				if s := am.Sigv4; s != nil {
+					r.secret(s.AccessKey)
+					r.secret(s.SecretKey)
+				}
 			}
 		}
 	}
