@@ -15,15 +15,19 @@ import (
 func newRenderCommand() *cobra.Command {
 	o := cli.RenderOptions{}
 	cmd := &cobra.Command{
-		Use:   "render -f FILE_OR_DIR... [--prometheus NAMESPACE/NAME]",
-		Short: "Render Prometheus objects from YAML files, offline, exactly as the operator would",
-		Long: `render reads Prometheus, ServiceMonitor, PrometheusRule, Secret, Namespace and
-ServiceAccount objects from files and prints what the operator would write: every
-Kubernetes object (-o objects), the prometheus.yaml (-o config), the rule files
-(-o rules), or which monitors and rules are accepted (-o verdicts). No cluster is
-needed. Rejections are listed on stderr.`,
+		Use:   "render -f FILE_OR_DIR... [--prometheus NAMESPACE/NAME | --alertmanager NAMESPACE/NAME]",
+		Short: "Render Prometheus or Alertmanager objects from YAML files, offline, exactly as the operator would",
+		Long: `render reads Prometheus, Alertmanager, ServiceMonitor, PrometheusRule,
+AlertmanagerConfig, Secret, Namespace and ServiceAccount objects from files and prints
+what the operator would write: every Kubernetes object (-o objects), the
+prometheus.yaml (-o config), the rule files (-o rules), an Alertmanager's
+alertmanager.yaml (-o alertmanager), or which monitors, rules and AlertmanagerConfigs
+are accepted (-o verdicts). With --alertmanager (or -o alertmanager) the Alertmanager
+is rendered instead of the Prometheus. No cluster is needed. Rejections are listed
+on stderr.`,
 		Example: `  lookout render -f examples/ -o config
-  lookout render -f manifests/ --prometheus monitoring/k8s -o rules`,
+  lookout render -f manifests/ --prometheus monitoring/k8s -o rules
+  lookout render -f examples/ -o alertmanager`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(o.Files) == 0 {
@@ -34,7 +38,8 @@ needed. Rejections are listed on stderr.`,
 	}
 	cmd.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "Files or directories with the objects (repeatable)")
 	cmd.Flags().StringVar(&o.Prometheus, "prometheus", "", "The Prometheus to render, NAMESPACE/NAME (default: all)")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", cli.OutputObjects, "objects, config, rules or verdicts")
+	cmd.Flags().StringVar(&o.Alertmanager, "alertmanager", "", "Render this Alertmanager, NAMESPACE/NAME, instead of the Prometheus objects")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", cli.OutputObjects, "objects, config, rules, verdicts or alertmanager")
 	cmd.Flags().StringVar(&o.ReloaderImage, "reloader-image", "lookout-reloader:"+version.Version, "Image of the config-reloader sidecar (as given to the operator)")
 	return cmd
 }
@@ -45,14 +50,16 @@ func newExplainCommand() *cobra.Command {
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "explain KIND NAMESPACE/NAME",
-		Short: "Explain which Prometheus objects select a monitor or rule, and why not",
-		Long: `explain answers "why is my ServiceMonitor not scraped?": for every Prometheus it
-says whether it selects the object, and if not the exact reason (the label that does
-not match, the namespace that is not selected); if it does, whether the object was
-accepted (and the jobs or rule file it produced) or rejected, with the message.
+		Short: "Explain which Prometheus or Alertmanager objects select a monitor, rule or AlertmanagerConfig, and why not",
+		Long: `explain answers "why is my ServiceMonitor not scraped?" and "why is my
+AlertmanagerConfig not applied?": for every Prometheus (Alertmanager) it says whether
+it selects the object, and if not the exact reason (the label that does not match,
+the namespace that is not selected); if it does, whether the object was accepted
+(and the jobs, rule file or route it produced) or rejected, with the message.
 It reads the cluster of your kubeconfig, or files with -f.`,
 		Example: `  lookout explain servicemonitor default/example-app
   kubectl lookout explain prometheusrule monitoring/node-rules
+  lookout explain alertmanagerconfig default/example-routing
   lookout explain servicemonitor default/app -f manifests/`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

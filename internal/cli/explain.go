@@ -79,12 +79,12 @@ var explainKinds = map[string]explainKind{
 
 // ExplainKinds names the kinds explain accepts.
 func ExplainKinds() []string {
-	return []string{"servicemonitor", "podmonitor", "probe", "scrapeconfig", "prometheusrule"}
+	return []string{"servicemonitor", "podmonitor", "probe", "scrapeconfig", "prometheusrule", "alertmanagerconfig"}
 }
 
 // ExplainOptions configure Explain.
 type ExplainOptions struct {
-	Kind          string // servicemonitor | podmonitor | probe | prometheusrule
+	Kind          string // servicemonitor | podmonitor | probe | scrapeconfig | prometheusrule | alertmanagerconfig
 	Key           string // namespace/name
 	ReloaderImage string
 }
@@ -92,7 +92,15 @@ type ExplainOptions struct {
 // Explain tells which Prometheus objects select one monitor or rule and
 // which do not, with the exact reason, and what an accepted one became.
 func Explain(ctx context.Context, c client.Reader, o ExplainOptions, out io.Writer) error {
-	k, ok := explainKinds[strings.ToLower(strings.TrimSuffix(o.Kind, "s"))]
+	kind := strings.ToLower(strings.TrimSuffix(o.Kind, "s"))
+	if kind == "alertmanagerconfig" {
+		ns, name, found := strings.Cut(o.Key, "/")
+		if !found {
+			ns, name = "default", o.Key
+		}
+		return explainAlertmanagerConfig(ctx, c, ns, name, o.ReloaderImage, out)
+	}
+	k, ok := explainKinds[kind]
 	if !ok {
 		return fmt.Errorf("cannot explain %q: want one of %s", o.Kind, strings.Join(ExplainKinds(), ", "))
 	}
@@ -104,11 +112,8 @@ func Explain(ctx context.Context, c client.Reader, o ExplainOptions, out io.Writ
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 		return fmt.Errorf("get %s %s/%s: %w", k.kind, ns, name, err)
 	}
-	var nsObj corev1.Namespace
-	nsLabels := map[string]string{}
-	if err := c.Get(ctx, client.ObjectKey{Name: ns}, &nsObj); err == nil {
-		nsLabels = nsObj.Labels
-	} else if !apierrors.IsNotFound(err) {
+	nsLabels, err := namespaceLabels(ctx, c, ns)
+	if err != nil {
 		return err
 	}
 
@@ -153,6 +158,18 @@ func Explain(ctx context.Context, c client.Reader, o ExplainOptions, out io.Writ
 		}
 	}
 	return nil
+}
+
+// namespaceLabels are the labels of Namespace ns; none when it does not exist.
+func namespaceLabels(ctx context.Context, c client.Reader, ns string) (map[string]string, error) {
+	var nsObj corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: ns}, &nsObj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return map[string]string{}, nil
+		}
+		return nil, err
+	}
+	return nsObj.Labels, nil
 }
 
 func jobsWithPrefix(config, prefix string) []string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lookout-operator/lookout/internal/gather"
 	"github.com/lookout-operator/lookout/internal/render"
+	"github.com/lookout-operator/lookout/internal/render/scrape"
 )
 
 // Output formats of render.
@@ -29,7 +30,10 @@ const (
 type RenderOptions struct {
 	Files []string
 	// Prometheus is "namespace/name"; empty renders every Prometheus found.
-	Prometheus    string
+	Prometheus string
+	// Alertmanager is "namespace/name" of an Alertmanager to render instead (also chosen
+	// by Output alertmanager); "" with that output renders every Alertmanager found.
+	Alertmanager  string
 	Output        string
 	ReloaderImage string
 }
@@ -44,6 +48,9 @@ func Render(ctx context.Context, o RenderOptions, out, errOut io.Writer) error {
 	c, err := FileReader(objs)
 	if err != nil {
 		return err
+	}
+	if o.Alertmanager != "" || o.Output == OutputAlertmanager {
+		return renderAlertmanagers(ctx, c, o, out, errOut)
 	}
 	proms, err := selectPrometheus(ctx, c, o.Prometheus)
 	if err != nil {
@@ -75,7 +82,7 @@ func Render(ctx context.Context, o RenderOptions, out, errOut io.Writer) error {
 			}
 			err = writeObjects(out, d.Objects)
 		default:
-			return fmt.Errorf("unknown output %q: want objects, config, rules or verdicts", o.Output)
+			return fmt.Errorf("unknown output %q: want objects, config, rules, verdicts or alertmanager", o.Output)
 		}
 		if err != nil {
 			return err
@@ -103,20 +110,31 @@ func selectPrometheus(ctx context.Context, c client.Reader, key string) ([]*moni
 	if err := c.List(ctx, &list); err != nil {
 		return nil, err
 	}
-	var out []*monitoringv1.Prometheus
-	for i := range list.Items {
-		p := &list.Items[i]
-		if key == "" || key == p.Namespace+"/"+p.Name || (!strings.Contains(key, "/") && key == p.Name) {
-			out = append(out, p)
+	return selectByKey(list.Items, key, monitoringv1.PrometheusesKind)
+}
+
+// selectByKey keeps the items named key ("namespace/name", or a bare name), or
+// all of them when key is empty, sorted by namespace/name.
+func selectByKey[T any, PT interface {
+	*T
+	client.Object
+}](items []T, key, kind string) ([]PT, error) {
+	var out []PT
+	for i := range items {
+		o := PT(&items[i])
+		if key == "" || key == o.GetNamespace()+"/"+o.GetName() || (!strings.Contains(key, "/") && key == o.GetName()) {
+			out = append(out, o)
 		}
 	}
 	if len(out) == 0 {
 		if key != "" {
-			return nil, fmt.Errorf("no Prometheus %s in the input", key)
+			return nil, fmt.Errorf("no %s %s in the input", kind, key)
 		}
-		return nil, fmt.Errorf("no Prometheus object in the input")
+		return nil, fmt.Errorf("no %s object in the input", kind)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].GetNamespace()+"/"+out[i].GetName() < out[j].GetNamespace()+"/"+out[j].GetName()
+	})
 	return out, nil
 }
 
@@ -183,12 +201,16 @@ func writeRules(out io.Writer, d *render.Desired) error {
 
 func writeVerdicts(out io.Writer, p *monitoringv1.Prometheus, d *render.Desired) error {
 	fmt.Fprintf(out, "Prometheus %s/%s\n", p.Namespace, p.Name)
-	for _, v := range d.Verdicts {
+	writeVerdictLines(out, d.Verdicts)
+	return nil
+}
+
+func writeVerdictLines(out io.Writer, verdicts []scrape.Verdict) {
+	for _, v := range verdicts {
 		state := "accepted"
 		if !v.Accepted {
 			state = "rejected (" + v.Reason + "): " + v.Message
 		}
 		fmt.Fprintf(out, "  %-15s %s/%s: %s\n", v.Kind, v.Namespace, v.Name, state)
 	}
-	return nil
 }

@@ -83,6 +83,23 @@ func (o prometheusRule) object() client.Object                        { return o
 func (o prometheusRule) kind() string                                 { return monitoringv1.PrometheusRuleKind }
 func (o prometheusRule) deepCopy() boundObject                        { return prometheusRule{o.DeepCopy()} }
 
+type alertmanagerConfig struct {
+	*monitoringv1alpha1.AlertmanagerConfig
+}
+
+func (o alertmanagerConfig) bindings() *monitoringv1.ConfigResourceStatus { return &o.Status }
+func (o alertmanagerConfig) object() client.Object                        { return o.AlertmanagerConfig }
+func (o alertmanagerConfig) kind() string                                 { return monitoringv1alpha1.AlertmanagerConfigKind }
+func (o alertmanagerConfig) deepCopy() boundObject                        { return alertmanagerConfig{o.DeepCopy()} }
+
+// alertmanagerConfigLists list the one kind an Alertmanager binds.
+var alertmanagerConfigLists = []func(context.Context, client.Reader) ([]boundObject, error){
+	func(ctx context.Context, c client.Reader) ([]boundObject, error) {
+		var l monitoringv1alpha1.AlertmanagerConfigList
+		return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1alpha1.AlertmanagerConfig) boundObject { return alertmanagerConfig{o} })
+	},
+}
+
 // boundLists list every object of one bound kind. They read the informer
 // cache without copying it (client.UnsafeDisableDeepCopy): the items share
 // their maps and slices with the cache, so they are only read; planBindings
@@ -137,15 +154,22 @@ func verdictKey(kind, namespace, name string) string { return kind + "/" + names
 // not a walk over thousands of monitors. selected holds the selected objects
 // by verdictKey.
 func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv1.Prometheus, verdicts []scrape.Verdict, selected map[string]client.Object) error {
-	key := client.ObjectKeyFromObject(p)
+	mem := r.memoryOf(client.ObjectKeyFromObject(p))
+	return writeBindings(ctx, r.Client, p, &mem.bound, boundLists, verdicts, selected)
+}
+
+// writeBindings is the work of PrometheusReconciler.writeBindings for any workload
+// (owner): lists lists every object of the kinds it binds, bound is its memory of the
+// last successful write.
+func writeBindings(ctx context.Context, c client.Client, owner client.Object, bound *[]boundVerdict,
+	lists []func(context.Context, client.Reader) ([]boundObject, error), verdicts []scrape.Verdict, selected map[string]client.Object) error {
 	// The usual reconcile: the same verdicts, in the same order, on the same
 	// objects as the last successful write. Nothing to do, nothing to build.
-	mem := r.memoryOf(key)
-	last, written := mem.bound, mem.bound != nil
+	last, written := *bound, *bound != nil
 	if written && verdicts != nil && sameBound(last, verdicts, selected) {
 		return nil
 	}
-	mem.bound = nil // known again once this write has fully succeeded
+	*bound = nil // known again once this write has fully succeeded
 	want := make(map[string]verdict, len(verdicts))
 	state := make(map[string]boundState, len(verdicts))
 	for _, v := range verdicts {
@@ -169,8 +193,8 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 	var objects []boundObject
 	var errs []error
 	if prev == nil || verdicts == nil {
-		for _, list := range boundLists {
-			objs, err := list(ctx, r.Client)
+		for _, list := range lists {
+			objs, err := list(ctx, c)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -190,7 +214,7 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 			if _, still := state[k]; still {
 				continue
 			}
-			o, err := r.getBound(ctx, k)
+			o, err := getBound(ctx, c, k)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -201,7 +225,7 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 		}
 	}
 	if len(objects) > 0 {
-		errs = append(errs, r.syncBindings(ctx, p, objects, want))
+		errs = append(errs, syncBindings(ctx, c, owner, objects, want))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -211,7 +235,7 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv
 		for i, v := range verdicts {
 			list[i] = boundVerdict{Verdict: v, uid: state[verdictKey(v.Kind, v.Namespace, v.Name)].uid}
 		}
-		mem.bound = list
+		*bound = list
 	}
 	return nil
 }
@@ -259,12 +283,14 @@ func asBound(o client.Object) boundObject {
 		return scrapeConfig{x}
 	case *monitoringv1.PrometheusRule:
 		return prometheusRule{x}
+	case *monitoringv1alpha1.AlertmanagerConfig:
+		return alertmanagerConfig{x}
 	}
 	return nil
 }
 
 // getBound reads one object by verdictKey from the cache; nil when it is gone.
-func (r *PrometheusReconciler) getBound(ctx context.Context, k string) (boundObject, error) {
+func getBound(ctx context.Context, c client.Reader, k string) (boundObject, error) {
 	kind, rest, _ := strings.Cut(k, "/")
 	ns, name, _ := strings.Cut(rest, "/")
 	var obj client.Object
@@ -279,10 +305,12 @@ func (r *PrometheusReconciler) getBound(ctx context.Context, k string) (boundObj
 		obj = &monitoringv1alpha1.ScrapeConfig{}
 	case monitoringv1.PrometheusRuleKind:
 		obj = &monitoringv1.PrometheusRule{}
+	case monitoringv1alpha1.AlertmanagerConfigKind:
+		obj = &monitoringv1alpha1.AlertmanagerConfig{}
 	default:
 		return nil, fmt.Errorf("status.bindings: unknown kind in %q", k)
 	}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -305,14 +333,18 @@ type bindingPatch struct {
 // failure is reported (an object deleted meanwhile is not one). The objects
 // themselves are never modified: they may be the informer cache's.
 func (r *PrometheusReconciler) syncBindings(ctx context.Context, p *monitoringv1.Prometheus, objects []boundObject, verdicts map[string]verdict) error {
-	return r.sendBindings(ctx, planBindings(p, objects, verdicts))
+	return syncBindings(ctx, r.Client, p, objects, verdicts)
+}
+
+func syncBindings(ctx context.Context, c client.Client, owner client.Object, objects []boundObject, verdicts map[string]verdict) error {
+	return sendBindings(ctx, c, planBindings(owner, objects, verdicts))
 }
 
 // planBindings decides, without any I/O, which objects need a patch. The
 // copies the patches are made on are taken only when each is sent, so that a
 // first write over thousands of objects holds a few copies at a time, not one
 // per object.
-func planBindings(p *monitoringv1.Prometheus, objects []boundObject, verdicts map[string]verdict) []bindingPatch {
+func planBindings(p client.Object, objects []boundObject, verdicts map[string]verdict) []bindingPatch {
 	var plan []bindingPatch
 	for _, obj := range objects {
 		v, selected := verdicts[verdictKey(obj.kind(), obj.GetNamespace(), obj.GetName())]
@@ -355,7 +387,7 @@ func (b bindingPatch) patched() (boundObject, client.Patch) {
 // sendBindings sends the patches from at most bindingWriters goroutines and
 // joins every error, in the order of the plan. Once ctx is done it stops
 // sending and reports how many were left.
-func (r *PrometheusReconciler) sendBindings(ctx context.Context, plan []bindingPatch) error {
+func sendBindings(ctx context.Context, c client.Client, plan []bindingPatch) error {
 	errs := make([]error, len(plan))
 	var (
 		next   atomic.Int64
@@ -373,7 +405,7 @@ func (r *PrometheusReconciler) sendBindings(ctx context.Context, plan []bindingP
 					unsent.Add(1)
 					continue
 				}
-				errs[i] = r.patchBinding(ctx, plan[i])
+				errs[i] = patchBinding(ctx, c, plan[i])
 			}
 		})
 	}
@@ -384,19 +416,28 @@ func (r *PrometheusReconciler) sendBindings(ctx context.Context, plan []bindingP
 	return errors.Join(errs...)
 }
 
-func (r *PrometheusReconciler) patchBinding(ctx context.Context, b bindingPatch) error {
+func patchBinding(ctx context.Context, c client.Client, b bindingPatch) error {
 	obj, patch := b.patched()
-	err := r.Client.Status().Patch(ctx, obj.object(), patch)
+	err := c.Status().Patch(ctx, obj.object(), patch)
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
 	}
 	return fmt.Errorf("update status.bindings of %s %s/%s: %w", b.obj.kind(), b.obj.GetNamespace(), b.obj.GetName(), err)
 }
 
-func bindingIndex(list []monitoringv1.WorkloadBinding, p *monitoringv1.Prometheus) int {
+// workloadResource is the resource name bindings give a workload by.
+func workloadResource(owner client.Object) string {
+	if _, ok := owner.(*monitoringv1.Alertmanager); ok {
+		return monitoringv1.AlertmanagerName
+	}
+	return monitoringv1.PrometheusName
+}
+
+func bindingIndex(list []monitoringv1.WorkloadBinding, p client.Object) int {
+	resource := workloadResource(p)
 	for i, b := range list {
-		if b.Group == monitoringv1.SchemeGroupVersion.Group && b.Resource == monitoringv1.PrometheusName &&
-			b.Namespace == p.Namespace && b.Name == p.Name {
+		if b.Group == monitoringv1.SchemeGroupVersion.Group && b.Resource == resource &&
+			b.Namespace == p.GetNamespace() && b.Name == p.GetName() {
 			return i
 		}
 	}
@@ -405,7 +446,7 @@ func bindingIndex(list []monitoringv1.WorkloadBinding, p *monitoringv1.Prometheu
 
 // bindingFor builds the wanted binding, keeping lastTransitionTime when the
 // condition status does not change.
-func bindingFor(p *monitoringv1.Prometheus, v verdict, list []monitoringv1.WorkloadBinding, idx int) *monitoringv1.WorkloadBinding {
+func bindingFor(p client.Object, v verdict, list []monitoringv1.WorkloadBinding, idx int) *monitoringv1.WorkloadBinding {
 	cond := monitoringv1.ConfigResourceCondition{
 		Type:               monitoringv1.Accepted,
 		Status:             monitoringv1.ConditionTrue,
@@ -424,8 +465,8 @@ func bindingFor(p *monitoringv1.Prometheus, v verdict, list []monitoringv1.Workl
 		}
 	}
 	return &monitoringv1.WorkloadBinding{
-		Group: monitoringv1.SchemeGroupVersion.Group, Resource: monitoringv1.PrometheusName,
-		Namespace: p.Namespace, Name: p.Name,
+		Group: monitoringv1.SchemeGroupVersion.Group, Resource: workloadResource(p),
+		Namespace: p.GetNamespace(), Name: p.GetName(),
 		Conditions: []monitoringv1.ConfigResourceCondition{cond},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	amrender "github.com/lookout-operator/lookout/internal/render/alertmanager"
 	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 )
 
@@ -19,7 +20,8 @@ import (
 // that comparing them costs no API request. The operator and the tests use
 // the same settings.
 func CacheOptions(namespaces []string) cache.Options {
-	generated, _ := labels.NewRequirement(promrender.LabelPrometheus, selection.Exists, nil)
+	// Every workload's generated objects carry Lookout's managed-by label.
+	generated, _ := labels.NewRequirement(labelManagedBy, selection.Equals, []string{promrender.DefaultOperatorName})
 	ours := cache.ByObject{Label: labels.NewSelector().Add(*generated)}
 	opts := cache.Options{
 		DefaultTransform: transform,
@@ -54,7 +56,7 @@ func transform(obj any) (any, error) {
 		return obj, err
 	}
 	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		if _, generated := m.Labels[promrender.LabelPrometheus]; !generated {
+		if !generatedObject(m.Labels) {
 			m.Labels, m.Annotations, m.OwnerReferences, m.Finalizers = nil, nil, nil, nil
 		}
 	}
@@ -62,6 +64,16 @@ func transform(obj any) (any, error) {
 }
 
 var stripManagedFields = cache.TransformStripManagedFields()
+
+const labelManagedBy = "app.kubernetes.io/managed-by"
+
+// generatedObject reports whether labels are those of an object a workload
+// controller generated.
+func generatedObject(labels map[string]string) bool {
+	_, prometheus := labels[promrender.LabelPrometheus]
+	_, alertmanager := labels[amrender.LabelAlertmanager]
+	return prometheus || alertmanager
+}
 
 // cachedKinds are the kinds the Applier reads from the cache.
 var cachedKinds = map[schema.GroupKind]bool{

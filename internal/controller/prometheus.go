@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -29,6 +28,7 @@ import (
 	"github.com/lookout-operator/lookout/internal/render"
 	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/scrape"
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 // Options configure the controllers.
@@ -50,8 +50,7 @@ type PrometheusReconciler struct {
 	gather *gather.Cluster
 	refs   *refIndex
 
-	mu     sync.Mutex
-	memory map[types.NamespacedName]*memory
+	memory memories[memory]
 }
 
 // memory is what the reconciler remembers about one Prometheus between
@@ -71,17 +70,7 @@ type memory struct {
 
 // memoryOf is the memory of one Prometheus, made on first use.
 func (r *PrometheusReconciler) memoryOf(key types.NamespacedName) *memory {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.memory == nil {
-		r.memory = map[types.NamespacedName]*memory{}
-	}
-	m := r.memory[key]
-	if m == nil {
-		m = &memory{render: render.NewCache()}
-		r.memory[key] = m
-	}
-	return m
+	return r.memory.of(key, func() *memory { return &memory{render: render.NewCache()} })
 }
 
 // Kinds the reconciler prunes in the Prometheus's namespace (owner-referenced).
@@ -108,10 +97,9 @@ var rbacKinds = []schema.GroupVersionKind{
 func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	p := &monitoringv1.Prometheus{}
-	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
-		if apierrors.IsNotFound(err) {
+	if found, err := getWorkload(ctx, r.Client, req.NamespacedName, p); !found {
+		if err == nil {
 			r.forget(req.NamespacedName)
-			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -119,12 +107,8 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if !p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, p)
 	}
-	if !controllerutil.ContainsFinalizer(p, Finalizer) {
-		patch := client.MergeFrom(p.DeepCopy())
-		controllerutil.AddFinalizer(p, Finalizer)
-		if err := r.Client.Patch(ctx, p, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer to Prometheus %s: %w", req.NamespacedName, err)
-		}
+	if err := ensureFinalizer(ctx, r.Client, p, monitoringv1.PrometheusesKind); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	st := &statusUpdate{}
@@ -208,16 +192,30 @@ func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prome
 }
 
 // applyAll applies every object in order, then prunes what is no longer
-// desired. Every error is collected; one failed object does not stop the rest.
+// desired, RBAC in other namespaces and at cluster scope included.
 func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Prometheus, d *render.Desired) error {
+	labels := map[string]string{promrender.LabelPrometheus: p.Name, promrender.LabelPrometheusNamespace: p.Namespace}
+	mem := r.memoryOf(client.ObjectKeyFromObject(p))
+	return applyObjects(ctx, r.Applier, p, d.Objects, labels, ownedKinds, rbacKinds, &mem.pruned)
+}
+
+// applyObjects applies every object in order, then prunes what owner no
+// longer wants: objects of ownedKinds in its namespace that carry labels and
+// its controller reference, and objects of unownedKinds anywhere that carry
+// labels. Every error is collected; one failed object does not stop the rest.
+// Objects several owners share (workload.Shared) are applied under a field
+// manager of the owner's own and never pruned. pruned remembers the desired set
+// the last successful prune kept.
+func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, owner client.Object, objs []T, labels map[string]string,
+	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string) error {
 	log := ctrl.LoggerFrom(ctx)
 	var errs []error
-	for _, obj := range d.Objects {
+	for _, obj := range objs {
 		var opts []apply.Option
-		if promrender.Shared(obj) {
-			opts = append(opts, apply.Shared(apply.FieldOwner+"/"+string(p.UID)))
+		if workload.Shared(obj) {
+			opts = append(opts, apply.Shared(apply.FieldOwner+"/"+string(owner.GetUID())))
 		}
-		res, err := r.Applier.Apply(ctx, obj, opts...)
+		res, err := applier.Apply(ctx, obj, opts...)
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			// A namespace being deleted takes its monitors with it; the
 			// next reconcile no longer wants anything there.
@@ -237,35 +235,36 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 	}
 	var keep []client.Object
 	var set strings.Builder
-	for _, obj := range d.Objects {
-		if !promrender.Shared(obj) {
+	for _, obj := range objs {
+		if !workload.Shared(obj) {
 			keep = append(keep, obj)
 			fmt.Fprintf(&set, "%s/%s/%s\n", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName())
 		}
 	}
 	// Nothing can need pruning while the desired set stays the one the last
 	// successful prune kept: what this operator no longer wants leaves the
-	// set first. The first reconcile of each Prometheus in a process prunes
+	// set first. The first reconcile of each owner in a process prunes
 	// always, which also takes care of leftovers from earlier runs.
-	mem := r.memoryOf(client.ObjectKeyFromObject(p))
-	if mem.pruned == set.String() {
+	if *pruned == set.String() {
 		return nil
 	}
-	mem.pruned = "" // known again once this prune succeeds
-	labels := map[string]string{promrender.LabelPrometheus: p.Name, promrender.LabelPrometheusNamespace: p.Namespace}
-	deleted, err := r.Applier.Prune(ctx, p.Namespace, labels, p.UID, keep, ownedKinds)
+	*pruned = "" // known again once this prune succeeds
+	deleted, err := applier.Prune(ctx, owner.GetNamespace(), labels, owner.GetUID(), keep, ownedKinds)
 	if err != nil {
 		return err
 	}
-	// RBAC, including what cannot point at the Prometheus: in any namespace.
-	more, err := r.Applier.Prune(ctx, "", labels, "", keep, rbacKinds)
-	if err != nil {
-		return err
+	if len(unownedKinds) > 0 {
+		// What cannot point at the owner: in any namespace.
+		more, err := applier.Prune(ctx, "", labels, "", keep, unownedKinds)
+		if err != nil {
+			return err
+		}
+		deleted = append(deleted, more...)
 	}
-	if deleted = append(deleted, more...); len(deleted) > 0 {
-		log.Info("Deleted objects that are no longer desired", "prometheus", klog.KObj(p), "objects", deleted)
+	if len(deleted) > 0 {
+		log.Info("Deleted objects that are no longer desired", "owner", klog.KObj(owner), "objects", deleted)
 	}
-	mem.pruned = set.String()
+	*pruned = set.String()
 	return nil
 }
 
@@ -282,9 +281,7 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, p *monitoringv1.Pro
 	if err := r.writeBindings(ctx, p, nil, nil); err != nil {
 		return fmt.Errorf("remove the bindings of Prometheus %s: %w", klog.KObj(p), err)
 	}
-	patch := client.MergeFrom(p.DeepCopy())
-	controllerutil.RemoveFinalizer(p, Finalizer)
-	if err := r.Client.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := removeFinalizer(ctx, r.Client, p); err != nil {
 		return err
 	}
 	r.forget(client.ObjectKeyFromObject(p))
@@ -293,26 +290,31 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, p *monitoringv1.Pro
 
 func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 	r.refs.set(key, nil)
-	r.mu.Lock()
-	delete(r.memory, key)
-	r.mu.Unlock()
+	r.memory.drop(key)
 }
 
 // reportVerdicts emits an Event on a monitor when its verdict for this
 // Prometheus changes (rejected, or accepted again), not on every reconcile.
 func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdicts []scrape.Verdict, selected map[string]client.Object) {
 	mem := r.memoryOf(client.ObjectKeyFromObject(p))
-	last := mem.verdicts
-	if mem.verdictsKnown && slices.Equal(last, verdicts) {
+	reportVerdicts(r.Recorder, p, monitoringv1.PrometheusesKind, &mem.verdicts, &mem.verdictsKnown, verdicts, selected)
+}
+
+// reportVerdicts emits an Event on a selected object when owner's verdict on it
+// changes: rejected, or accepted again. last and known are owner's memory of
+// the verdicts last reported.
+func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind string, last *[]scrape.Verdict, known *bool, verdicts []scrape.Verdict, selected map[string]client.Object) {
+	prev := *last
+	if *known && slices.Equal(prev, verdicts) {
 		return // the usual reconcile: no verdict changed
 	}
-	mem.verdicts, mem.verdictsKnown = slices.Clone(verdicts), true
+	*last, *known = slices.Clone(verdicts), true
 
 	// Only rejections make Events worth comparing with: a rejection that is
 	// new or different, and an acceptance after a rejection. Accepted is the
 	// normal case and stays quiet. So only the last rejections are indexed.
 	rejected := map[string]scrape.Verdict{}
-	for _, v := range last {
+	for _, v := range prev {
 		if !v.Accepted {
 			rejected[v.Kind+"/"+v.Namespace+"/"+v.Name] = v
 		}
@@ -334,11 +336,11 @@ func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdic
 			continue
 		}
 		if v.Accepted {
-			r.Recorder.Eventf(obj, p, corev1.EventTypeNormal, ReasonAccepted, "Select",
-				"Accepted by Prometheus %s/%s", p.Namespace, p.Name)
+			rec.Eventf(obj, owner, corev1.EventTypeNormal, ReasonAccepted, "Select",
+				"Accepted by %s %s/%s", ownerKind, owner.GetNamespace(), owner.GetName())
 			continue
 		}
-		r.Recorder.Eventf(obj, p, corev1.EventTypeWarning, v.Reason, "Select",
-			"Rejected by Prometheus %s/%s: %s", p.Namespace, p.Name, v.Message)
+		rec.Eventf(obj, owner, corev1.EventTypeWarning, v.Reason, "Select",
+			"Rejected by %s %s/%s: %s", ownerKind, owner.GetNamespace(), owner.GetName(), v.Message)
 	}
 }

@@ -30,20 +30,33 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Workers < 1 {
 		opts.Workers = 1
 	}
+	// One Applier: it remembers what it wrote, which is how the controllers
+	// recognise the echo of their own writes.
+	applier := &apply.Applier{
+		Client:   mgr.GetClient(),
+		Live:     mgr.GetAPIReader(),
+		Metadata: mgr.GetCache(),
+		Scheme:   mgr.GetScheme(),
+		Cached:   cachedKinds,
+	}
 	r := &PrometheusReconciler{
 		Client:   mgr.GetClient(),
 		Live:     mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("lookout"),
 		Options:  opts,
-		Applier: &apply.Applier{
-			Client:   mgr.GetClient(),
-			Live:     mgr.GetAPIReader(),
-			Metadata: mgr.GetCache(),
-			Scheme:   mgr.GetScheme(),
-			Cached:   cachedKinds,
-		},
+		Applier:  applier,
 	}
-	return r.SetupWithManager(mgr)
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	am := &AlertmanagerReconciler{
+		Client:   mgr.GetClient(),
+		Live:     mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("lookout"),
+		Options:  opts,
+		Applier:  applier,
+	}
+	return am.SetupWithManager(mgr)
 }
 
 // SetupWithManager wires the watches. Every event ends as the key of the
@@ -66,26 +79,26 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Rule ConfigMaps (drift and deletion are reverted) and ConfigMaps
 		// that monitors reference (TLS material, OAuth2 client IDs).
 		WatchesMetadata(&corev1.ConfigMap{}, r.metadataHandler("ConfigMap")).
-		Watches(&monitoringv1.ServiceMonitor{}, &selectingHandler{c: c, kind: kindServiceMonitor}).
-		Watches(&monitoringv1.PodMonitor{}, &selectingHandler{c: c, kind: kindPodMonitor}).
-		Watches(&monitoringv1.Probe{}, &selectingHandler{c: c, kind: kindProbe}).
-		Watches(&monitoringv1alpha1.ScrapeConfig{}, &selectingHandler{c: c, kind: kindScrapeConfig}).
-		Watches(&monitoringv1.PrometheusRule{}, &selectingHandler{c: c, kind: kindPrometheusRule}).
-		Watches(&corev1.Namespace{}, &selectingHandler{c: c, kind: kindNamespace}).
+		Watches(&monitoringv1.ServiceMonitor{}, prometheusSelecting(c, kindServiceMonitor)).
+		Watches(&monitoringv1.PodMonitor{}, prometheusSelecting(c, kindPodMonitor)).
+		Watches(&monitoringv1.Probe{}, prometheusSelecting(c, kindProbe)).
+		Watches(&monitoringv1alpha1.ScrapeConfig{}, prometheusSelecting(c, kindScrapeConfig)).
+		Watches(&monitoringv1.PrometheusRule{}, prometheusSelecting(c, kindPrometheusRule)).
+		Watches(&corev1.Namespace{}, prometheusSelecting(c, kindNamespace)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		Complete(r)
 }
 
-// metadataHandler maps Secret and ConfigMap events (metadata only). On
-// create and update, the echo of the operator's own write (the
-// resourceVersion it just wrote) changes nothing and is dropped; rendering
-// again would only find that out at the cost of a full render. A deletion is
-// never an echo. Referenced Secrets also reach the Prometheus objects whose
-// monitors read them.
-func (r *PrometheusReconciler) metadataHandler(kind string) handler.EventHandler {
+// metadataHandler maps Secret and ConfigMap events (metadata only) to the
+// owning workloads of ownerKind and the workloads whose inputs reference the
+// object (refs). On create and update, the echo of the operator's own write
+// (the resourceVersion it just wrote) changes nothing and is dropped;
+// rendering again would only find that out at the cost of a full render. A
+// deletion is never an echo.
+func metadataHandler(applier *apply.Applier, refs *refIndex, ownerKind, kind string) handler.EventHandler {
 	enqueue := func(q queue, obj client.Object, ownEchoPossible bool) {
-		ownEcho := ownEchoPossible && r.Applier.IsOwnWrite(kind, client.ObjectKeyFromObject(obj), obj.GetUID(), obj.GetResourceVersion())
-		for _, req := range r.mapOwned(kind, obj, ownEcho) {
+		ownEcho := ownEchoPossible && applier.IsOwnWrite(kind, client.ObjectKeyFromObject(obj), obj.GetUID(), obj.GetResourceVersion())
+		for _, req := range mapOwned(refs, ownerKind, kind, obj, ownEcho) {
 			q.Add(req)
 		}
 	}
@@ -96,19 +109,23 @@ func (r *PrometheusReconciler) metadataHandler(kind string) handler.EventHandler
 	}
 }
 
+func (r *PrometheusReconciler) metadataHandler(kind string) handler.EventHandler {
+	return metadataHandler(r.Applier, r.refs, monitoringv1.PrometheusesKind, kind)
+}
+
 // mapOwned returns the owner of an owned object (unless the event is our own
-// echo) and, for referenced kinds, every Prometheus whose monitors read it.
-func (r *PrometheusReconciler) mapOwned(kind string, obj client.Object, ownEcho bool) []reconcile.Request {
+// echo) and, for referenced kinds, every workload whose inputs read it.
+func mapOwned(refs *refIndex, ownerKind, kind string, obj client.Object, ownEcho bool) []reconcile.Request {
 	var out []reconcile.Request
 	for _, ref := range obj.GetOwnerReferences() {
 		if ownEcho {
 			break
 		}
-		if ref.Kind == monitoringv1.PrometheusesKind && ref.APIVersion == monitoringv1.SchemeGroupVersion.String() {
+		if ref.Kind == ownerKind && ref.APIVersion == monitoringv1.SchemeGroupVersion.String() {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}})
 		}
 	}
-	for _, key := range r.refs.referrers(kind + "/" + obj.GetNamespace() + "/" + obj.GetName()) {
+	for _, key := range refs.referrers(kind + "/" + obj.GetNamespace() + "/" + obj.GetName()) {
 		out = append(out, reconcile.Request{NamespacedName: key})
 	}
 	return out
@@ -159,28 +176,10 @@ type selectingHandler struct {
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-func (h *selectingHandler) Create(ctx context.Context, e event.CreateEvent, q queue) {
-	h.enqueue(ctx, q, e.Object)
-}
-
-func (h *selectingHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
-	if h.kind == kindNamespace && equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
-		return // only labels matter to namespace selectors
-	}
-	if h.kind != kindNamespace && e.ObjectOld.GetGeneration() == e.ObjectNew.GetGeneration() &&
-		equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) &&
-		e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) {
-		return // a status or metadata-only change
-	}
-	h.enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
-}
-
-func (h *selectingHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
-	h.enqueue(ctx, q, e.Object)
-}
-
-func (h *selectingHandler) Generic(ctx context.Context, e event.GenericEvent, q queue) {
-	h.enqueue(ctx, q, e.Object)
+// prometheusSelecting is the event handler of one watched kind.
+func prometheusSelecting(c client.Reader, kind watchedKind) *selectionEvents {
+	h := &selectingHandler{c: c, kind: kind}
+	return &selectionEvents{namespaces: kind == kindNamespace, enqueue: h.enqueue}
 }
 
 func (h *selectingHandler) enqueue(ctx context.Context, q queue, objs ...client.Object) {
@@ -205,35 +204,39 @@ func (h *selectingHandler) enqueue(ctx context.Context, q queue, objs ...client.
 	}
 }
 
-func (h *selectingHandler) selects(ctx context.Context, sel *selection.Selector, p *monitoringv1.Prometheus, obj client.Object, nsLabels map[string]map[string]string) bool {
+func (h *selectingHandler) selects(ctx context.Context, sel *selection.Selector, _ *monitoringv1.Prometheus, obj client.Object, nsLabels map[string]map[string]string) bool {
+	return selects(ctx, h.c, sel, h.kind == kindNamespace, obj, nsLabels)
+}
+
+// selects reports whether sel selects obj (a Namespace when namespace is set: whether it
+// is one of the selected namespaces). nsLabels caches namespace labels across calls.
+func selects(ctx context.Context, c client.Reader, sel *selection.Selector, namespace bool, obj client.Object, nsLabels map[string]map[string]string) bool {
 	if sel.SelectsNothing() {
 		return false
 	}
-	switch h.kind {
-	case kindNamespace:
+	if namespace {
 		// Only selectors that read namespace labels care; own-namespace and
 		// all-namespaces selectors do not change with labels.
 		if sel.OwnNamespaceOnly() || sel.AllNamespaces() {
 			return false
 		}
 		return sel.NamespaceSelected(obj.GetName(), obj.GetLabels())
-	default:
-		if !sel.LabelsSelected(obj.GetLabels()) {
-			return false
-		}
-		if sel.OwnNamespaceOnly() || sel.AllNamespaces() {
-			return sel.NamespaceSelected(obj.GetNamespace(), nil)
-		}
-		labels, ok := nsLabels[obj.GetNamespace()]
-		if !ok {
-			var ns corev1.Namespace
-			if err := h.c.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, &ns); err == nil {
-				labels = ns.Labels
-			}
-			nsLabels[obj.GetNamespace()] = labels
-		}
-		return sel.NamespaceSelected(obj.GetNamespace(), labels)
 	}
+	if !sel.LabelsSelected(obj.GetLabels()) {
+		return false
+	}
+	if sel.OwnNamespaceOnly() || sel.AllNamespaces() {
+		return sel.NamespaceSelected(obj.GetNamespace(), nil)
+	}
+	labels, ok := nsLabels[obj.GetNamespace()]
+	if !ok {
+		var ns corev1.Namespace
+		if err := c.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, &ns); err == nil {
+			labels = ns.Labels
+		}
+		nsLabels[obj.GetNamespace()] = labels
+	}
+	return sel.NamespaceSelected(obj.GetNamespace(), labels)
 }
 
 func equalLabels(a, b map[string]string) bool {

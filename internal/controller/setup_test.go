@@ -56,7 +56,7 @@ func TestAMonitorEventEnqueuesOnlyThePrometheusObjectsThatSelectIt(t *testing.T)
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: map[string]string{"env": "prod"}}},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
-	h := &selectingHandler{c: c, kind: kindServiceMonitor}
+	h := prometheusSelecting(c, kindServiceMonitor)
 	sm := func(ns string, l map[string]string) *monitoringv1.ServiceMonitor {
 		return &monitoringv1.ServiceMonitor{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x", Labels: l, Generation: 1}}
 	}
@@ -84,7 +84,7 @@ func TestAMonitorEventEnqueuesOnlyThePrometheusObjectsThatSelectIt(t *testing.T)
 			h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: updated}, q)
 		}, nil},
 		{"a namespace that gains env=prod reaches only the namespace-label selector", func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			nh := &selectingHandler{c: c, kind: kindNamespace}
+			nh := prometheusSelecting(c, kindNamespace)
 			old := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "new", Labels: map[string]string{}}}
 			updated := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "new", Labels: map[string]string{"env": "prod"}}}
 			nh.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: updated}, q)

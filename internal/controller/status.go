@@ -62,27 +62,7 @@ func (r *PrometheusReconciler) writeStatus(ctx context.Context, p *monitoringv1.
 	if p.Spec.Replicas != nil {
 		want = *p.Spec.Replicas
 	}
-	want *= shards
-	switch {
-	case want > 0 && available >= want:
-		setCondition(next, p.Generation, monitoringv1.Available, monitoringv1.ConditionTrue, ReasonAllReplicasAvailable, "")
-	case available > 0:
-		setCondition(next, p.Generation, monitoringv1.Available, monitoringv1.ConditionDegraded, ReasonSomeReplicasUnavailable,
-			fmt.Sprintf("%d of %d replicas are available", available, want))
-	default:
-		setCondition(next, p.Generation, monitoringv1.Available, monitoringv1.ConditionFalse, ReasonNoReplicasAvailable,
-			fmt.Sprintf("0 of %d replicas are available", want))
-	}
-
-	switch {
-	case st.paused:
-		setCondition(next, p.Generation, monitoringv1.Reconciled, monitoringv1.ConditionUnknown, ReasonPaused,
-			"spec.paused is true: the operator changes nothing until it is unset")
-	case st.reconcileErr != nil:
-		setCondition(next, p.Generation, monitoringv1.Reconciled, monitoringv1.ConditionFalse, st.reconcileErr.Reason, st.reconcileErr.Message)
-	case st.reconciled:
-		setCondition(next, p.Generation, monitoringv1.Reconciled, monitoringv1.ConditionTrue, ReasonReconcileSucceeded, "")
-	}
+	setConditions(&next.Conditions, p.Generation, want*shards, available, st)
 
 	if apiequality.Semantic.DeepEqual(&p.Status, next) {
 		return nil // nothing changed: no write
@@ -95,11 +75,35 @@ func (r *PrometheusReconciler) writeStatus(ctx context.Context, p *monitoringv1.
 	return nil
 }
 
+// setConditions sets Available from the replicas available out of want, and
+// Reconciled from what the reconcile learned.
+func setConditions(conditions *[]monitoringv1.Condition, generation int64, want, available int32, st *statusUpdate) {
+	switch {
+	case want > 0 && available >= want:
+		setCondition(conditions, generation, monitoringv1.Available, monitoringv1.ConditionTrue, ReasonAllReplicasAvailable, "")
+	case available > 0:
+		setCondition(conditions, generation, monitoringv1.Available, monitoringv1.ConditionDegraded, ReasonSomeReplicasUnavailable,
+			fmt.Sprintf("%d of %d replicas are available", available, want))
+	default:
+		setCondition(conditions, generation, monitoringv1.Available, monitoringv1.ConditionFalse, ReasonNoReplicasAvailable,
+			fmt.Sprintf("0 of %d replicas are available", want))
+	}
+	switch {
+	case st.paused:
+		setCondition(conditions, generation, monitoringv1.Reconciled, monitoringv1.ConditionUnknown, ReasonPaused,
+			"spec.paused is true: the operator changes nothing until it is unset")
+	case st.reconcileErr != nil:
+		setCondition(conditions, generation, monitoringv1.Reconciled, monitoringv1.ConditionFalse, st.reconcileErr.Reason, st.reconcileErr.Message)
+	case st.reconciled:
+		setCondition(conditions, generation, monitoringv1.Reconciled, monitoringv1.ConditionTrue, ReasonReconcileSucceeded, "")
+	}
+}
+
 // setCondition sets a condition, keeping lastTransitionTime when the status
 // did not change.
-func setCondition(st *monitoringv1.PrometheusStatus, generation int64, t monitoringv1.ConditionType, s monitoringv1.ConditionStatus, reason, message string) {
-	for i := range st.Conditions {
-		c := &st.Conditions[i]
+func setCondition(conditions *[]monitoringv1.Condition, generation int64, t monitoringv1.ConditionType, s monitoringv1.ConditionStatus, reason, message string) {
+	for i := range *conditions {
+		c := &(*conditions)[i]
 		if c.Type != t {
 			continue
 		}
@@ -109,7 +113,7 @@ func setCondition(st *monitoringv1.PrometheusStatus, generation int64, t monitor
 		c.Status, c.Reason, c.Message, c.ObservedGeneration = s, reason, message, generation
 		return
 	}
-	st.Conditions = append(st.Conditions, monitoringv1.Condition{
+	*conditions = append(*conditions, monitoringv1.Condition{
 		Type: t, Status: s, Reason: reason, Message: message, ObservedGeneration: generation,
 		LastTransitionTime: metav1.Now(),
 	})

@@ -193,6 +193,15 @@ func selectKind[T any, PT interface {
 	if err != nil {
 		return nil, &render.SpecError{Reason: "InvalidSelector", Message: err.Error()}
 	}
+	return selectWith[T, PT](ctx, c, sel, p.Namespace, list, items)
+}
+
+// selectWith lists the objects of one kind (from the cache) and keeps those sel
+// selects; ownNamespace is the namespace of the selecting workload.
+func selectWith[T any, PT interface {
+	*T
+	client.Object
+}, L client.ObjectList](ctx context.Context, c *Cluster, sel *selection.Selector, ownNamespace string, list L, items func(L) []T) ([]PT, error) {
 	if sel.SelectsNothing() {
 		return nil, nil
 	}
@@ -201,7 +210,7 @@ func selectKind[T any, PT interface {
 	// thousands of monitors that copy was most of a reconcile's garbage.
 	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
 	if sel.OwnNamespaceOnly() {
-		opts = append(opts, client.InNamespace(p.Namespace))
+		opts = append(opts, client.InNamespace(ownNamespace))
 	}
 	nsLabels, err := c.namespaceLabels(ctx, sel)
 	if err != nil {
@@ -209,7 +218,7 @@ func selectKind[T any, PT interface {
 	}
 	ns := ""
 	if sel.OwnNamespaceOnly() {
-		ns = p.Namespace
+		ns = ownNamespace
 	}
 	all, shared, err := fromStore[T, PT](ctx, c.Informers, ns)
 	if err != nil {

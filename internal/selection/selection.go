@@ -88,6 +88,12 @@ func Rules(p *monitoringv1.Prometheus) (*Selector, error) {
 	return New("ruleSelector", p.Spec.RuleSelector, "ruleNamespaceSelector", p.Spec.RuleNamespaceSelector, p.Namespace)
 }
 
+// AlertmanagerConfigs is the Alertmanager's AlertmanagerConfig selector.
+func AlertmanagerConfigs(am *monitoringv1.Alertmanager) (*Selector, error) {
+	return New("alertmanagerConfigSelector", am.Spec.AlertmanagerConfigSelector,
+		"alertmanagerConfigNamespaceSelector", am.Spec.AlertmanagerConfigNamespaceSelector, am.Namespace)
+}
+
 // SelectsNothing reports whether no object can match (nil object selector).
 func (s *Selector) SelectsNothing() bool { return s.objectSel == nil }
 

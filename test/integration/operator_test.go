@@ -128,6 +128,12 @@ func countingFuncs() interceptor.Funcs {
 // prometheus controller.
 func reconciles(t *testing.T) float64 {
 	t.Helper()
+	return reconcilesOf(t, "prometheus")
+}
+
+// reconcilesOf reads controller-runtime's reconcile counter for one controller.
+func reconcilesOf(t *testing.T, controller string) float64 {
+	t.Helper()
 	mfs, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +144,7 @@ func reconciles(t *testing.T) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if labelValue(m, "controller") == "prometheus" {
+			if labelValue(m, "controller") == controller {
 				total += m.GetCounter().GetValue()
 			}
 		}

@@ -19,7 +19,7 @@ const (
 	LabelPrometheusNamespace = "lookout.dev/prometheus-namespace"
 	// LabelShared marks an object several Prometheus objects co-own (the governing
 	// Service): each owner must apply it under its own field manager, see Shared.
-	LabelShared = "lookout.dev/shared"
+	LabelShared = workload.LabelShared
 	// AnnotationOwner is "<namespace>/<name>" of the Prometheus that owns an object
 	// without an owner reference (cluster-scoped RBAC, RBAC in other namespaces); the
 	// controller deletes those objects from its finalizer.
@@ -157,7 +157,7 @@ func SelectorLabels(name string, shard int32) map[string]string {
 // deleting whichever owner came last would delete the object under the others. When a
 // Prometheus stops wanting a shared object, the controller removes only its own owner
 // reference (apply an empty configuration under that manager) instead of deleting it.
-func Shared(obj metav1.Object) bool { return obj.GetLabels()[LabelShared] == "true" }
+func Shared(obj metav1.Object) bool { return workload.Shared(obj) }
 
 func operatorName(opts Options) string {
 	if opts.OperatorName != "" {
@@ -178,17 +178,7 @@ func objectLabels(p *monitoringv1.Prometheus, opts Options) map[string]string {
 }
 
 func ownerReference(p *monitoringv1.Prometheus, controller bool) metav1.OwnerReference {
-	ref := metav1.OwnerReference{
-		APIVersion: monitoringv1.SchemeGroupVersion.String(),
-		Kind:       monitoringv1.PrometheusesKind,
-		Name:       p.Name,
-		UID:        p.UID,
-	}
-	if controller {
-		ref.Controller = ptrTo(true)
-		ref.BlockOwnerDeletion = ptrTo(true)
-	}
-	return ref
+	return workload.OwnerReference(monitoringv1.PrometheusesKind, p.Name, p.UID, controller)
 }
 
 // ownedMeta is the metadata of a namespaced object in the Prometheus's namespace.

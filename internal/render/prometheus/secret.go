@@ -1,12 +1,10 @@
 package prometheus
 
 import (
-	"fmt"
-
+	"github.com/lookout-operator/lookout/internal/render/workload"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 )
 
 func configSecret(p *monitoringv1.Prometheus, opts Options) *corev1.Secret {
@@ -18,52 +16,12 @@ func configSecret(p *monitoringv1.Prometheus, opts Options) *corev1.Secret {
 	}
 }
 
-// webConfig is the file read by --web.config.file (the Prometheus exporter-toolkit format).
-type webConfig struct {
-	HTTPServerConfig *webHTTPServerConfig `json:"http_server_config,omitempty"`
-}
-
-type webHTTPServerConfig struct {
-	HTTP2   *bool             `json:"http2,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
-}
-
-// webConfigFile renders spec.web's HTTP settings; with none it is "{}", a valid file that
-// serves plain HTTP. TLS is refused by Validate for now.
-func webConfigFile(p *monitoringv1.Prometheus) ([]byte, error) {
-	var wc webConfig
-	if w := p.Spec.Web; w != nil && w.HTTPConfig != nil {
-		hc := &webHTTPServerConfig{HTTP2: w.HTTPConfig.HTTP2}
-		if h := w.HTTPConfig.Headers; h != nil {
-			hc.Headers = map[string]string{}
-			for name, value := range map[string]string{
-				"Content-Security-Policy":   h.ContentSecurityPolicy,
-				"X-Frame-Options":           h.XFrameOptions,
-				"X-Content-Type-Options":    h.XContentTypeOptions,
-				"X-XSS-Protection":          h.XXSSProtection,
-				"Strict-Transport-Security": h.StrictTransportSecurity,
-			} {
-				if value != "" {
-					hc.Headers[name] = value
-				}
-			}
-			if len(hc.Headers) == 0 {
-				hc.Headers = nil
-			}
-		}
-		if hc.HTTP2 != nil || hc.Headers != nil {
-			wc.HTTPServerConfig = hc
-		}
-	}
-	out, err := yaml.Marshal(wc)
-	if err != nil {
-		return nil, fmt.Errorf("marshal web config: %w", err)
-	}
-	return out, nil
-}
-
 func webConfigSecret(p *monitoringv1.Prometheus, opts Options) (*corev1.Secret, error) {
-	data, err := webConfigFile(p)
+	var fields *monitoringv1.WebConfigFileFields
+	if p.Spec.Web != nil {
+		fields = &p.Spec.Web.WebConfigFileFields
+	}
+	data, err := workload.WebConfigFile(fields)
 	if err != nil {
 		return nil, err
 	}

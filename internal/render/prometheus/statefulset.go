@@ -3,7 +3,6 @@ package prometheus
 import (
 	"github.com/lookout-operator/lookout/internal/render/workload"
 
-	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -74,25 +73,14 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) *appsv1.
 	return sts
 }
 
-// podTemplateLabels: the selector labels, Lookout's label, and spec.podMetadata.labels,
-// which never override the first two.
+// podTemplateLabels: spec.podMetadata.labels, which never override the selector labels,
+// and Lookout's label.
 func podTemplateLabels(p *monitoringv1.Prometheus, shard int32) map[string]string {
-	l := map[string]string{}
-	if p.Spec.PodMetadata != nil {
-		maps.Copy(l, p.Spec.PodMetadata.Labels)
-	}
-	maps.Copy(l, SelectorLabels(p.Name, shard))
-	l[LabelPrometheus] = p.Name
-	return l
+	return workload.PodLabels(p.Spec.PodMetadata, SelectorLabels(p.Name, shard), map[string]string{LabelPrometheus: p.Name})
 }
 
 func podTemplateAnnotations(p *monitoringv1.Prometheus) map[string]string {
-	a := map[string]string{}
-	if p.Spec.PodMetadata != nil {
-		maps.Copy(a, p.Spec.PodMetadata.Annotations)
-	}
-	a[annotationDefaultContainer] = containerPrometheus
-	return a
+	return workload.PodAnnotations(p.Spec.PodMetadata, containerPrometheus)
 }
 
 // dataVolumeName is the name of the volume mounted at /prometheus: the PVC template's name

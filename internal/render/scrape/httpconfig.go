@@ -8,6 +8,8 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	commoncfg "github.com/prometheus/common/config"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lookout-operator/lookout/internal/render/keyref"
 )
 
 // secretValue reads one key of a Secret in namespace ns. Credentials are inlined into the
@@ -19,26 +21,15 @@ func (g *generator) secretValue(ns, field string, sel *corev1.SecretKeySelector)
 	if sel.Key == "" {
 		return "", reject(ReasonInvalidConfig, "%s: the Secret key is empty", field)
 	}
-	optional := sel.Optional != nil && *sel.Optional
 	g.track('S', ns+"/"+sel.Name)
-	s := g.secrets[ns+"/"+sel.Name]
-	if s == nil {
-		if optional {
-			return "", nil
-		}
+	v, missing := keyref.Secret(g.secrets, ns, sel)
+	switch missing {
+	case keyref.NoObject:
 		return "", reject(ReasonSecretNotFound, "%s: Secret %s/%s not found", field, ns, sel.Name)
+	case keyref.NoKey:
+		return "", reject(ReasonSecretKeyNotFound, "%s: key %q not found in Secret %s/%s", field, sel.Key, ns, sel.Name)
 	}
-	if v, ok := s.Data[sel.Key]; ok {
-		return string(v), nil
-	}
-	// Objects read from files (the CLI) may carry stringData, which the API server would have merged.
-	if v, ok := s.StringData[sel.Key]; ok {
-		return v, nil
-	}
-	if optional {
-		return "", nil
-	}
-	return "", reject(ReasonSecretKeyNotFound, "%s: key %q not found in Secret %s/%s", field, sel.Key, ns, sel.Name)
+	return v, nil
 }
 
 // configMapValue reads one key of a ConfigMap in namespace ns. CA certificates and OAuth2 client
@@ -50,25 +41,15 @@ func (g *generator) configMapValue(ns, field string, sel *corev1.ConfigMapKeySel
 	if sel.Key == "" {
 		return "", reject(ReasonInvalidConfig, "%s: the ConfigMap key is empty", field)
 	}
-	optional := sel.Optional != nil && *sel.Optional
 	g.track('C', ns+"/"+sel.Name)
-	cm := g.configMaps[ns+"/"+sel.Name]
-	if cm == nil {
-		if optional {
-			return "", nil
-		}
+	v, missing := keyref.ConfigMap(g.configMaps, ns, sel)
+	switch missing {
+	case keyref.NoObject:
 		return "", reject(ReasonConfigMapNotFound, "%s: ConfigMap %s/%s not found", field, ns, sel.Name)
+	case keyref.NoKey:
+		return "", reject(ReasonConfigMapKeyNotFound, "%s: key %q not found in ConfigMap %s/%s", field, sel.Key, ns, sel.Name)
 	}
-	if v, ok := cm.Data[sel.Key]; ok {
-		return v, nil
-	}
-	if v, ok := cm.BinaryData[sel.Key]; ok {
-		return string(v), nil
-	}
-	if optional {
-		return "", nil
-	}
-	return "", reject(ReasonConfigMapKeyNotFound, "%s: key %q not found in ConfigMap %s/%s", field, sel.Key, ns, sel.Name)
+	return v, nil
 }
 
 // secretOrConfigMapValue reads what v points at: a Secret key or a ConfigMap key. It is empty

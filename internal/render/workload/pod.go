@@ -3,6 +3,7 @@ package workload
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -351,4 +353,38 @@ func MergeContainers(field string, generated, user []corev1.Container) ([]corev1
 		result = append(result, byName[c.Name])
 	}
 	return result, nil
+}
+
+// PodLabels are a pod template's labels: spec.podMetadata.labels, which never override
+// the selector labels, then the selector labels and extra (Lookout's own).
+func PodLabels(pm *monitoringv1.EmbeddedObjectMetadata, selector, extra map[string]string) map[string]string {
+	l := map[string]string{}
+	if pm != nil {
+		maps.Copy(l, pm.Labels)
+	}
+	maps.Copy(l, selector)
+	maps.Copy(l, extra)
+	return l
+}
+
+// PodAnnotations are a pod template's annotations: spec.podMetadata.annotations and the
+// container kubectl picks by default.
+func PodAnnotations(pm *monitoringv1.EmbeddedObjectMetadata, defaultContainer string) map[string]string {
+	a := map[string]string{}
+	if pm != nil {
+		maps.Copy(a, pm.Annotations)
+	}
+	a["kubectl.kubernetes.io/default-container"] = defaultContainer
+	return a
+}
+
+// OwnerReference points at a monitoring.coreos.com/v1 object; a controller one also
+// blocks the owner's deletion until the garbage collector has handled the dependent.
+func OwnerReference(kind, name string, uid types.UID, controller bool) metav1.OwnerReference {
+	ref := metav1.OwnerReference{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: kind, Name: name, UID: uid}
+	if controller {
+		ref.Controller = Ptr(true)
+		ref.BlockOwnerDeletion = Ptr(true)
+	}
+	return ref
 }

@@ -296,3 +296,15 @@ func CheckAdditionalArgs(generated []string, additional []monitoringv1.Argument,
 	}
 	return nil
 }
+
+// LabelShared marks an object several workloads co-own (a governing Service): each owner
+// applies it under a field manager of its own, see Shared.
+const LabelShared = "lookout.dev/shared"
+
+// Shared reports whether obj is co-owned by several workloads. Apply must send such an
+// object under a field manager of its own per owner (e.g. "lookout/<owner uid>"): with
+// one manager, each owner's apply would remove the others' owner references, and deleting
+// whichever owner came last would delete the object under the others.
+func Shared(obj interface{ GetLabels() map[string]string }) bool {
+	return obj.GetLabels()[LabelShared] == "true"
+}

@@ -1,0 +1,331 @@
+package alertmanager
+
+import (
+	"path"
+	"strconv"
+
+	"github.com/alecthomas/units"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
+)
+
+// Paths inside the pods, the existing operator's.
+const (
+	configDir         = "/etc/alertmanager/config"
+	configOutDir      = "/etc/alertmanager/config_out"
+	configEnvsubstOut = configOutDir + "/alertmanager.env.yaml"
+	webConfigDir      = "/etc/alertmanager/web_config"
+	secretsDir        = "/etc/alertmanager/secrets"
+	configMapsDir     = "/etc/alertmanager/configmaps"
+	storageDir        = "/alertmanager"
+
+	volConfig    = "config-volume"
+	volConfigOut = "config-out"
+	volWebConfig = "web-config"
+
+	containerAlertmanager = "alertmanager"
+
+	defaultTerminationGracePeriod = 120
+)
+
+func statefulSet(am *monitoringv1.Alertmanager, opts Options) (*appsv1.StatefulSet, error) {
+	spec, err := podSpec(am, opts)
+	if err != nil {
+		return nil, err
+	}
+	sts := &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: ownedMeta(am, StatefulSetName(am.Name)),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:        workload.Ptr(Replicas(am)),
+			Selector:        &metav1.LabelSelector{MatchLabels: SelectorLabels(am.Name)},
+			ServiceName:     GoverningServiceName(am),
+			MinReadySeconds: workload.Value(am.Spec.MinReadySeconds),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      workload.PodLabels(am.Spec.PodMetadata, SelectorLabels(am.Name), map[string]string{LabelAlertmanager: am.Name}),
+					Annotations: workload.PodAnnotations(am.Spec.PodMetadata, containerAlertmanager),
+				},
+				Spec: spec,
+			},
+			PersistentVolumeClaimRetentionPolicy: am.Spec.PersistentVolumeClaimRetentionPolicy,
+		},
+	}
+	workload.ApplyStatefulSetPolicies(&sts.Spec, am.Spec.PodManagementPolicy, am.Spec.UpdateStrategy)
+	if pvc := workload.VolumeClaimTemplate(am.Spec.Storage, dataVolumeName(am)); pvc != nil {
+		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{*pvc}
+	}
+	return sts, nil
+}
+
+func dataVolumeName(am *monitoringv1.Alertmanager) string {
+	return workload.DataVolumeName(am.Spec.Storage, VolumeClaimTemplateName(am.Name))
+}
+
+// ServiceAccountName is the account the pods run as: spec.serviceAccountName, else the
+// namespace's default one (as with the existing operator).
+func ServiceAccountName(am *monitoringv1.Alertmanager) string {
+	if am.Spec.ServiceAccountName != "" {
+		return am.Spec.ServiceAccountName
+	}
+	return "default"
+}
+
+func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error) {
+	s := &am.Spec
+	containers, err := workload.MergeContainers("spec.containers",
+		[]corev1.Container{alertmanagerContainer(am), reloader(am, opts).Container(false)}, s.Containers)
+	if err != nil {
+		return corev1.PodSpec{}, err
+	}
+	initContainers, err := workload.MergeContainers("spec.initContainers",
+		[]corev1.Container{reloader(am, opts).Container(true)}, s.InitContainers)
+	if err != nil {
+		return corev1.PodSpec{}, err
+	}
+	spec := corev1.PodSpec{
+		InitContainers:                initContainers,
+		Containers:                    containers,
+		Volumes:                       volumes(am),
+		ServiceAccountName:            ServiceAccountName(am),
+		AutomountServiceAccountToken:  workload.Ptr(true),
+		SecurityContext:               workload.PodSecurityContext(s.SecurityContext),
+		TerminationGracePeriodSeconds: workload.Ptr(workload.ValueOr(s.TerminationGracePeriodSeconds, defaultTerminationGracePeriod)),
+		NodeSelector:                  s.NodeSelector,
+		Tolerations:                   s.Tolerations,
+		Affinity:                      s.Affinity,
+		TopologySpreadConstraints:     s.TopologySpreadConstraints,
+		PriorityClassName:             s.PriorityClassName,
+		SchedulerName:                 s.SchedulerName,
+		ImagePullSecrets:              s.ImagePullSecrets,
+		EnableServiceLinks:            s.EnableServiceLinks,
+		HostUsers:                     s.HostUsers,
+		HostNetwork:                   s.HostNetwork,
+		HostAliases:                   workload.HostAliases(s.HostAliases),
+	}
+	spec.DNSPolicy, spec.DNSConfig = workload.DNS(s.DNSPolicy, s.DNSConfig)
+	if s.HostNetwork && spec.DNSPolicy == "" {
+		// Cluster DNS names (the peers') must still resolve on the host network.
+		spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	return spec, nil
+}
+
+func volumes(am *monitoringv1.Alertmanager) []corev1.Volume {
+	vols := []corev1.Volume{
+		{Name: volConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(am.Name)}}},
+		// Memory: the generated configuration inlines credentials; keep them off the node's disk.
+		{Name: volConfigOut, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+		{Name: volWebConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: WebConfigSecretName(am.Name)}}},
+	}
+	if src := workload.DataVolumeSource(am.Spec.Storage); src != nil {
+		vols = append(vols, corev1.Volume{Name: dataVolumeName(am), VolumeSource: *src})
+	}
+	for _, s := range workload.Uniq(am.Spec.Secrets) {
+		vols = append(vols, corev1.Volume{Name: workload.VolumeName("secret", s), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
+	}
+	for _, c := range workload.Uniq(am.Spec.ConfigMaps) {
+		vols = append(vols, corev1.Volume{Name: workload.VolumeName("configmap", c), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
+	}
+	return append(vols, am.Spec.Volumes...)
+}
+
+func routePrefix(am *monitoringv1.Alertmanager) string {
+	if am.Spec.RoutePrefix == "" {
+		return "/"
+	}
+	return am.Spec.RoutePrefix
+}
+
+func alertmanagerContainer(am *monitoringv1.Alertmanager) corev1.Container {
+	image, _ := imageSpec(am).Reference() // Validate has refused the errors
+	mounts := []corev1.VolumeMount{
+		{Name: volConfig, MountPath: configDir, ReadOnly: true},
+		{Name: volConfigOut, MountPath: configOutDir, ReadOnly: true},
+		{Name: dataVolumeName(am), MountPath: storageDir, SubPath: dataSubPath(am)},
+		{Name: volWebConfig, MountPath: webConfigDir, ReadOnly: true},
+	}
+	for _, s := range workload.Uniq(am.Spec.Secrets) {
+		mounts = append(mounts, corev1.VolumeMount{Name: workload.VolumeName("secret", s), MountPath: path.Join(secretsDir, s), ReadOnly: true})
+	}
+	for _, c := range workload.Uniq(am.Spec.ConfigMaps) {
+		mounts = append(mounts, corev1.VolumeMount{Name: workload.VolumeName("configmap", c), MountPath: path.Join(configMapsDir, c), ReadOnly: true})
+	}
+	mounts = append(mounts, am.Spec.VolumeMounts...)
+	ports := []corev1.ContainerPort{{Name: webPortName, ContainerPort: webPort, Protocol: corev1.ProtocolTCP}}
+	if clustered(am) {
+		ports = append(ports,
+			corev1.ContainerPort{Name: "mesh-tcp", ContainerPort: meshPort, Protocol: corev1.ProtocolTCP},
+			corev1.ContainerPort{Name: "mesh-udp", ContainerPort: meshPort, Protocol: corev1.ProtocolUDP})
+	}
+	probe := func(endpoint string, failures int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: path.Join(routePrefix(am), endpoint), Port: intstr.FromString(webPortName), Scheme: corev1.URISchemeHTTP,
+			}},
+			PeriodSeconds: 10, TimeoutSeconds: 3, FailureThreshold: failures,
+		}
+	}
+	c := corev1.Container{
+		Name:            containerAlertmanager,
+		Image:           image,
+		ImagePullPolicy: am.Spec.ImagePullPolicy,
+		Args:            workload.Args(generatedArgs(am), am.Spec.AdditionalArgs),
+		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}},
+			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
+		},
+		Ports:                    ports,
+		Resources:                *am.Spec.Resources.DeepCopy(),
+		VolumeMounts:             mounts,
+		ReadinessProbe:           probe("/-/ready", 10),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          workload.ContainerSecurityContext(),
+	}
+	if !am.Spec.ListenLocal {
+		// Listening on localhost only, the kubelet cannot probe the pod.
+		c.LivenessProbe = probe("/-/healthy", 10)
+	} else {
+		c.ReadinessProbe = nil
+	}
+	return c
+}
+
+// dataSubPath keeps the existing operator's layout: with spec.storage set, the data
+// lives in the alertmanager-db directory of the volume.
+func dataSubPath(am *monitoringv1.Alertmanager) string {
+	if am.Spec.Storage == nil || am.Spec.Storage.DisableMountSubPath {
+		return ""
+	}
+	return "alertmanager-db"
+}
+
+// clustered: replicas gossip with each other when there is more than one, or when the
+// user forces it (to add peers later, or through additionalPeers).
+func clustered(am *monitoringv1.Alertmanager) bool {
+	return Replicas(am) > 1 || am.Spec.ForceEnableClusterMode || len(am.Spec.AdditionalPeers) > 0
+}
+
+// generatedArgs are the flags Lookout derives from the spec, in a fixed order.
+func generatedArgs(am *monitoringv1.Alertmanager) []string {
+	s := &am.Spec
+	retention := string(s.Retention)
+	if retention == "" {
+		retention = DefaultRetention
+	}
+	listen := ":" + strconv.Itoa(webPort)
+	if s.ListenLocal {
+		listen = "127.0.0.1" + listen
+	}
+	args := []string{
+		"--config.file=" + configEnvsubstOut,
+		"--storage.path=" + storageDir,
+		"--data.retention=" + retention,
+		"--web.listen-address=" + listen,
+		"--web.route-prefix=" + routePrefix(am),
+		"--web.config.file=" + webConfigDir + "/" + WebConfigSecretKey,
+	}
+	if s.ExternalURL != "" {
+		args = append(args, "--web.external-url="+s.ExternalURL)
+	}
+	if !clustered(am) {
+		// An empty listen address turns gossip off: a single replica has nobody to talk to.
+		args = append(args, "--cluster.listen-address=")
+	} else {
+		args = append(args, "--cluster.listen-address=[$(POD_IP)]:"+strconv.Itoa(meshPort))
+		for i := range Replicas(am) {
+			args = append(args, "--cluster.peer="+PeerAddress(am, i))
+		}
+		for _, p := range s.AdditionalPeers {
+			args = append(args, "--cluster.peer="+p)
+		}
+		label := am.Namespace + "/" + am.Name
+		if s.ClusterLabel != nil {
+			label = *s.ClusterLabel
+		}
+		peerName := "$(POD_NAME)"
+		if s.ClusterPeerName != nil && *s.ClusterPeerName != "" {
+			peerName = *s.ClusterPeerName
+		}
+		args = append(args,
+			"--cluster.label="+label,
+			"--cluster.peer-name="+peerName,
+			"--cluster.reconnect-timeout=5m")
+		if s.ClusterAdvertiseAddress != "" {
+			args = append(args, "--cluster.advertise-address="+s.ClusterAdvertiseAddress)
+		}
+		if s.ClusterGossipInterval != "" {
+			args = append(args, "--cluster.gossip-interval="+string(s.ClusterGossipInterval))
+		}
+		if s.ClusterPushpullInterval != "" {
+			args = append(args, "--cluster.pushpull-interval="+string(s.ClusterPushpullInterval))
+		}
+		if s.ClusterPeerTimeout != "" {
+			args = append(args, "--cluster.peer-timeout="+string(s.ClusterPeerTimeout))
+		}
+	}
+	if s.LogLevel != "" {
+		args = append(args, "--log.level="+s.LogLevel)
+	}
+	if s.LogFormat != "" {
+		args = append(args, "--log.format="+s.LogFormat)
+	}
+	if w := s.Web; w != nil {
+		if w.GetConcurrency != nil {
+			args = append(args, "--web.get-concurrency="+strconv.FormatUint(uint64(*w.GetConcurrency), 10))
+		}
+		if w.Timeout != nil {
+			args = append(args, "--web.timeout="+strconv.FormatUint(uint64(*w.Timeout), 10)+"s")
+		}
+	}
+	if l := s.Limits; l != nil {
+		if l.MaxSilences != nil {
+			args = append(args, "--silences.max-silences="+strconv.Itoa(int(*l.MaxSilences)))
+		}
+		if l.MaxPerSilenceBytes != nil {
+			n, _ := units.ParseBase2Bytes(string(*l.MaxPerSilenceBytes)) // Validate has refused the errors
+			args = append(args, "--silences.max-silence-size-bytes="+strconv.FormatInt(int64(n), 10))
+		}
+	}
+	if len(s.EnableFeatures) > 0 {
+		args = append(args, "--enable-feature="+joinComma(workload.Uniq(s.EnableFeatures)))
+	}
+	return args
+}
+
+func reloader(am *monitoringv1.Alertmanager, opts Options) workload.Reloader {
+	return workload.Reloader{
+		Image:        opts.ReloaderImage,
+		PullPolicy:   am.Spec.ImagePullPolicy,
+		ConfigFile:   configDir + "/" + ConfigSecretKey,
+		OutputFile:   configEnvsubstOut,
+		ReloadURL:    "http://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(am), "/-/reload"),
+		ConfigSecret: am.Namespace + "/" + ConfigSecretName(am.Name),
+		// Template files arrive through the kubelet's sync of the Secret volume: reload
+		// when they change too.
+		SidecarArgs: []string{"--watched-dir=" + configDir},
+		Mounts: []corev1.VolumeMount{
+			{Name: volConfig, MountPath: configDir, ReadOnly: true},
+			{Name: volConfigOut, MountPath: configOutDir},
+		},
+	}
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += x
+	}
+	return out
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

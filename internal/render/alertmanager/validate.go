@@ -1,0 +1,173 @@
+package alertmanager
+
+import (
+	"strings"
+
+	"github.com/alecthomas/units"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
+)
+
+// Validate checks the Alertmanager spec: values that would make a broken StatefulSet and
+// fields Lookout does not honour (refused by name, never ignored). It returns the first
+// problem as a *workload.SpecError.
+func Validate(am *monitoringv1.Alertmanager) error {
+	return workload.FirstError(am,
+		validateNames,
+		validateCounts,
+		validateImage,
+		validateDurations,
+		func(am *monitoringv1.Alertmanager) *workload.SpecError {
+			return workload.CheckResources("spec.resources", am.Spec.Resources)
+		},
+		func(am *monitoringv1.Alertmanager) *workload.SpecError { return workload.CheckStorage(am.Spec.Storage) },
+		func(am *monitoringv1.Alertmanager) *workload.SpecError {
+			return workload.CheckPodMetadata(am.Spec.PodMetadata)
+		},
+		validatePodSpec,
+		validateFlags,
+		validateUnsupported,
+	)
+}
+
+func imageSpec(am *monitoringv1.Alertmanager) workload.ImageSpec {
+	return workload.ImageSpec{Image: am.Spec.Image, BaseImage: am.Spec.BaseImage, Tag: am.Spec.Tag, SHA: am.Spec.SHA,
+		Version: am.Spec.Version, DefaultBase: DefaultBaseImage, DefaultVersion: DefaultVersion}
+}
+
+func validateNames(am *monitoringv1.Alertmanager) *workload.SpecError {
+	if errs := validation.IsDNS1123Label(am.Name); len(errs) > 0 {
+		return workload.Invalid("metadata.name", "%q cannot name the generated StatefulSet: %s", am.Name, strings.Join(errs, "; "))
+	}
+	if n := StatefulSetName(am.Name); len(n) > maxStatefulSetNameLength {
+		return workload.Invalid("metadata.name", "the StatefulSet name %q is %d characters long, more than the %d a StatefulSet can have (its pods' controller-revision-hash label is limited to 63); use a shorter name",
+			n, len(n), maxStatefulSetNameLength)
+	}
+	if am.Spec.ServiceName != nil && *am.Spec.ServiceName != "" {
+		if errs := validation.IsDNS1035Label(*am.Spec.ServiceName); len(errs) > 0 {
+			return workload.Invalid("spec.serviceName", "%q is not a valid Service name: %s", *am.Spec.ServiceName, strings.Join(errs, "; "))
+		}
+	}
+	if n := am.Spec.ConfigSecret; n != "" {
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+			return workload.Invalid("spec.configSecret", "%q is not a valid Secret name: %s", n, strings.Join(errs, "; "))
+		}
+	}
+	return workload.CheckObjectNames(am.Spec.ServiceAccountName, am.Spec.Secrets, am.Spec.ConfigMaps)
+}
+
+func validateCounts(am *monitoringv1.Alertmanager) *workload.SpecError {
+	s := &am.Spec
+	if s.Replicas != nil && *s.Replicas < 0 {
+		return workload.Invalid("spec.replicas", "must not be negative, got %d", *s.Replicas)
+	}
+	if s.MinReadySeconds != nil && *s.MinReadySeconds < 0 {
+		return workload.Invalid("spec.minReadySeconds", "must not be negative, got %d", *s.MinReadySeconds)
+	}
+	if s.TerminationGracePeriodSeconds != nil && *s.TerminationGracePeriodSeconds < 0 {
+		return workload.Invalid("spec.terminationGracePeriodSeconds", "must not be negative, got %d", *s.TerminationGracePeriodSeconds)
+	}
+	if l := s.Limits; l != nil {
+		if l.MaxSilences != nil && *l.MaxSilences < 0 {
+			return workload.Invalid("spec.limits.maxSilences", "must not be negative, got %d", *l.MaxSilences)
+		}
+		if l.MaxPerSilenceBytes != nil {
+			if _, err := units.ParseBase2Bytes(string(*l.MaxPerSilenceBytes)); err != nil || !workload.ByteSizeRE.MatchString(string(*l.MaxPerSilenceBytes)) {
+				return workload.Invalid("spec.limits.maxPerSilenceBytes", "%q is not a valid size, e.g. %q", *l.MaxPerSilenceBytes, "5KiB")
+			}
+		}
+	}
+	return nil
+}
+
+func validateImage(am *monitoringv1.Alertmanager) *workload.SpecError {
+	if err := imageSpec(am).Check(); err != nil {
+		return err
+	}
+	switch am.Spec.ImagePullPolicy {
+	case "", corev1.PullAlways, corev1.PullNever, corev1.PullIfNotPresent:
+	default:
+		return workload.Invalid("spec.imagePullPolicy", "%q is not one of Always, Never, IfNotPresent", am.Spec.ImagePullPolicy)
+	}
+	return nil
+}
+
+func validateDurations(am *monitoringv1.Alertmanager) *workload.SpecError {
+	s := &am.Spec
+	for field, v := range map[string]monitoringv1.GoDuration{
+		"spec.retention":               s.Retention,
+		"spec.clusterGossipInterval":   s.ClusterGossipInterval,
+		"spec.clusterPushpullInterval": s.ClusterPushpullInterval,
+		"spec.clusterPeerTimeout":      s.ClusterPeerTimeout,
+	} {
+		if err := workload.CheckGoDuration(field, string(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validatePodSpec(am *monitoringv1.Alertmanager) *workload.SpecError {
+	s := &am.Spec
+	if err := workload.CheckStatefulSetPolicies(s.PodManagementPolicy, s.UpdateStrategy); err != nil {
+		return err
+	}
+	if err := workload.CheckPodSecurityContext(s.SecurityContext); err != nil {
+		return err
+	}
+	if _, err := workload.MergeContainers("spec.containers", nil, s.Containers); err != nil {
+		return err
+	}
+	if _, err := workload.MergeContainers("spec.initContainers", nil, s.InitContainers); err != nil {
+		return err
+	}
+	return nil
+}
+
+func validateFlags(am *monitoringv1.Alertmanager) *workload.SpecError {
+	s := &am.Spec
+	if err := workload.CheckLogFlags(s.LogLevel, s.LogFormat); err != nil {
+		return err
+	}
+	if u := s.ExternalURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return workload.Invalid("spec.externalUrl", "%q must be an absolute http:// or https:// URL", u)
+	}
+	if r := s.RoutePrefix; r != "" && !strings.HasPrefix(r, "/") {
+		return workload.Invalid("spec.routePrefix", "%q must start with /", r)
+	}
+	for i, f := range s.EnableFeatures {
+		if f == "" || strings.ContainsAny(f, ", ") {
+			return workload.Invalid("spec.enableFeatures["+itoa(i)+"]", "%q is not a feature name", f)
+		}
+	}
+	switch s.AlertmanagerConfigMatcherStrategy.Type {
+	case "", monitoringv1.OnNamespaceConfigMatcherStrategyType, monitoringv1.OnNamespaceExceptForAlertmanagerNamespaceConfigMatcherStrategyType, monitoringv1.NoneConfigMatcherStrategyType:
+	default:
+		return workload.Invalid("spec.alertmanagerConfigMatcherStrategy.type", "%q is not one of OnNamespace, OnNamespaceExceptForAlertmanagerNamespace, None", s.AlertmanagerConfigMatcherStrategy.Type)
+	}
+	return workload.CheckAdditionalArgs(generatedArgs(am), s.AdditionalArgs, "data.maintenance-interval", "Alertmanager")
+}
+
+func validateUnsupported(am *monitoringv1.Alertmanager) *workload.SpecError {
+	s := &am.Spec
+	switch {
+	case s.ClusterTLS != nil:
+		return workload.Unsupported("spec.clusterTLS", "mutual TLS between the replicas is not generated; remove the field")
+	case s.Web != nil && s.Web.TLSConfig != nil:
+		return workload.Unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only; remove the field")
+	case s.PortName != "" && s.PortName != webPortName:
+		return workload.Unsupported("spec.portName", "the web port is always named \"web\"")
+	case s.AutomountServiceAccountToken != nil && !*s.AutomountServiceAccountToken:
+		return workload.Unsupported("spec.automountServiceAccountToken", "the config reloader needs the ServiceAccount token to watch the generated config Secret")
+	}
+	return nil
+}
+
+// ParsedVersion is the Alertmanager version am runs: spec.version, else the default.
+func ParsedVersion(am *monitoringv1.Alertmanager) (workload.Version, error) {
+	return imageSpec(am).ParsedVersion()
+}
