@@ -1,5 +1,6 @@
 // Command tools builds (or finds cached) the binaries the tests and the demo
-// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [controller-gen]
+// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen]
+// (default: controlplane prometheus alertmanager)
 package main
 
 import (
@@ -17,16 +18,17 @@ func main() {
 	sets := map[string][]controlplane.Tool{
 		"controlplane":   controlplane.ControlPlaneTools,
 		"prometheus":     {controlplane.Prometheus},
+		"alertmanager":   controlplane.AlertmanagerTools,
 		"controller-gen": {controlplane.ControllerGen},
 	}
 	args := os.Args[1:]
 	if len(args) == 0 {
-		args = []string{"controlplane", "prometheus"}
+		args = []string{"controlplane", "prometheus", "alertmanager"}
 	}
 	for _, a := range args {
 		tools, ok := sets[a]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus or controller-gen)\n", a)
+			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager or controller-gen)\n", a)
 			os.Exit(2)
 		}
 		for _, t := range tools {

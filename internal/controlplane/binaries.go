@@ -19,9 +19,12 @@ import (
 // Pinned versions of the binaries. Each is built from the tools module of the
 // same name under tools/ and cached outside the repository, keyed by version.
 const (
-	EtcdVersion          = "v3.6.4"
-	KubernetesVersion    = "v1.36.3"
-	PrometheusVersion    = "v3.15.0"
+	EtcdVersion       = "v3.6.4"
+	KubernetesVersion = "v1.36.3"
+	PrometheusVersion = "v3.15.0"
+	// AlertmanagerVersion stays at v0.31.1: later module releases lack the
+	// web UI's assets.
+	AlertmanagerVersion  = "v0.31.1"
 	ControllerGenVersion = "v0.23.0"
 )
 
@@ -50,12 +53,21 @@ var (
 		LDFlags: "-X k8s.io/component-base/version.gitVersion=" + KubernetesVersion}
 	Prometheus = Tool{Name: "prometheus", Module: "prometheus", Version: PrometheusVersion,
 		Package: "github.com/prometheus/prometheus/cmd/prometheus", Estimate: "9 min"}
+	Alertmanager = Tool{Name: "alertmanager", Module: "alertmanager", Version: AlertmanagerVersion,
+		Package: "github.com/prometheus/alertmanager/cmd/alertmanager", Estimate: "3 min",
+		LDFlags: "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(AlertmanagerVersion, "v")}
+	Amtool = Tool{Name: "amtool", Module: "alertmanager", Version: AlertmanagerVersion,
+		Package: "github.com/prometheus/alertmanager/cmd/amtool", Estimate: "1 min",
+		LDFlags: "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(AlertmanagerVersion, "v")}
 	ControllerGen = Tool{Name: "controller-gen", Module: "controller-gen", Version: ControllerGenVersion,
 		Package: "sigs.k8s.io/controller-tools/cmd/controller-gen", Estimate: "20 s"}
 )
 
 // ControlPlaneTools are the binaries Start needs.
 var ControlPlaneTools = []Tool{Etcd, KubeAPIServer, KubeControllerManager, Kubectl}
+
+// AlertmanagerTools are the Alertmanager server and its command-line client.
+var AlertmanagerTools = []Tool{Alertmanager, Amtool}
 
 // CacheDir is where built binaries live: $LOOKOUT_CACHE, else
 // $XDG_CACHE_HOME/lookout, else ~/.cache/lookout.

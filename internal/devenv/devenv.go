@@ -1,6 +1,7 @@
 // Package devenv assembles a whole local Lookout: the control plane, the
 // operator binary as its own process, scrape targets in network namespaces,
-// and Prometheus pods run from the StatefulSets the operator generates. The
+// and Prometheus and Alertmanager pods run from the StatefulSets the
+// operator generates. The
 // end-to-end tests and `make demo` share it, so the demo shows what the tests
 // prove.
 package devenv
@@ -43,15 +44,23 @@ const (
 // Binaries are the local programs a Lookout environment runs.
 type Binaries struct {
 	Lookout, Reloader, Prometheus string
+	Alertmanager, Amtool          string
 }
 
 // Build compiles lookout and lookout-reloader from the repository at root
-// into dir and finds (or builds) the cached Prometheus.
+// into dir and finds (or builds) the cached Prometheus, Alertmanager and
+// amtool.
 func Build(ctx context.Context, root, dir string, ldflags string) (Binaries, error) {
 	var b Binaries
 	var err error
-	if b.Prometheus, err = controlplane.Prometheus.Ensure(ctx, os.Stderr); err != nil {
-		return b, err
+	for out, tool := range map[*string]controlplane.Tool{
+		&b.Prometheus:   controlplane.Prometheus,
+		&b.Alertmanager: controlplane.Alertmanager,
+		&b.Amtool:       controlplane.Amtool,
+	} {
+		if *out, err = tool.Ensure(ctx, os.Stderr); err != nil {
+			return b, err
+		}
 	}
 	for out, pkg := range map[*string]string{&b.Lookout: "./cmd/lookout", &b.Reloader: "./cmd/lookout-reloader"} {
 		*out = filepath.Join(dir, filepath.Base(pkg))
@@ -179,34 +188,13 @@ func StartTarget(ctx context.Context, c client.Client, ns, name string, port int
 // the ServiceAccount the pod runs as (TokenRequest), so the RBAC the operator
 // granted is exactly what Prometheus and the reloader get.
 func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, ns, name, dir string) (*localpod.Pod, error) {
-	var sts appsv1.StatefulSet
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prometheus-" + name}, &sts); err != nil {
-			return false, nil
-		}
-		for _, v := range sts.Spec.Template.Spec.Volumes {
-			if v.Secret == nil || (v.Secret.Optional != nil && *v.Secret.Optional) {
-				continue
-			}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: v.Secret.SecretName}, &corev1.Secret{}); err != nil {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("the operator did not create StatefulSet %s/prometheus-%s and its Secrets: %w", ns, name, err)
-	}
-	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
+	sts, err := waitStatefulSet(ctx, c, ns, "prometheus-"+name)
 	if err != nil {
 		return nil, err
 	}
-	saName := sts.Spec.Template.Spec.ServiceAccountName
-	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, saName, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
+	tok, err := serviceAccountToken(ctx, cp, ns, sts.Spec.Template.Spec.ServiceAccountName)
 	if err != nil {
-		return nil, fmt.Errorf("TokenRequest for ServiceAccount %s/%s: %w", ns, saName, err)
+		return nil, err
 	}
 	pod, err := localpod.Start(ctx, localpod.Options{
 		Pod:           sts.Spec.Template.Spec,
@@ -214,7 +202,7 @@ func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.Con
 		PodNamespace:  ns,
 		Images:        map[string]string{PrometheusImage: bins.Prometheus, ReloaderCommand: bins.Reloader},
 		Client:        c,
-		Token:         []byte(tok.Status.Token),
+		Token:         tok,
 		CACert:        cp.CACert,
 		APIServerHost: "127.0.0.1",
 		APIServerPort: cp.Port,
@@ -228,6 +216,49 @@ func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.Con
 		return nil, err
 	}
 	return pod, nil
+}
+
+// waitStatefulSet waits until the operator has created StatefulSet ns/name
+// and every non-optional Secret its pod template mounts.
+func waitStatefulSet(ctx context.Context, c client.Reader, ns, name string) (*appsv1.StatefulSet, error) {
+	var sts appsv1.StatefulSet
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sts); err != nil {
+			return false, nil
+		}
+		for _, v := range sts.Spec.Template.Spec.Volumes {
+			if v.Secret == nil || (v.Secret.Optional != nil && *v.Secret.Optional) {
+				continue
+			}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: v.Secret.SecretName}, &corev1.Secret{}); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the operator did not create StatefulSet %s/%s and its Secrets: %w", ns, name, err)
+	}
+	return &sts, nil
+}
+
+// serviceAccountToken is a real token of the ServiceAccount (TokenRequest),
+// so the RBAC the operator granted is exactly what the pod gets.
+func serviceAccountToken(ctx context.Context, cp *controlplane.ControlPlane, ns, saName string) ([]byte, error) {
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	if saName == "" {
+		saName = "default"
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, saName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("TokenRequest for ServiceAccount %s/%s: %w", ns, saName, err)
+	}
+	return []byte(tok.Status.Token), nil
 }
 
 // CheckPortsFree fails when a port the generated pod listens on is taken.

@@ -6,7 +6,9 @@
 // Each container becomes one process in a private mount namespace, where the
 // pod's volumes (Secrets written out as files, emptyDirs as directories, the
 // service-account token) are bind-mounted at the paths the spec names. The
-// processes share the host network. Needs root (mounts).
+// processes share the host network, or, with Options.NetNS, all run in one
+// network namespace (the pod's network) with an /etc/hosts of their own and
+// a proxy inside the namespace to the host's apiserver. Needs root (mounts).
 package localpod
 
 import (
@@ -19,13 +21,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/testhost"
 )
 
 // mountExecEnv carries the mount plan to the re-executed helper.
@@ -38,6 +45,7 @@ type mountPlan struct {
 	Binds [][2]string // source, target
 	Argv  []string
 	Dir   string
+	NetNS string // network namespace to exec in (name under /run/netns)
 }
 
 // MaybeMountExec must run first in main() (or TestMain) of any program that
@@ -49,10 +57,19 @@ func MaybeMountExec() {
 	if raw == "" {
 		return
 	}
+	// setns(2) changes the calling thread only, and exec keeps the calling
+	// thread's namespaces: enter and exec on one locked thread.
+	runtime.LockOSThread()
 	var plan mountPlan
 	if err := json.Unmarshal([]byte(raw), &plan); err != nil {
 		fmt.Fprintln(os.Stderr, "localpod: bad mount plan:", err)
 		os.Exit(127)
+	}
+	if plan.NetNS != "" {
+		if err := testhost.EnterNamespace(plan.NetNS); err != nil {
+			fmt.Fprintln(os.Stderr, "localpod:", err)
+			os.Exit(127)
+		}
 	}
 	for _, b := range plan.Binds {
 		if err := syscall.Mount(b[0], b[1], "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
@@ -91,11 +108,27 @@ type Options struct {
 	Client       client.Reader
 	SyncInterval time.Duration
 	// Token, CACert and APIServerHost/Port make the in-cluster configuration:
-	// files at ServiceAccountDir and KUBERNETES_SERVICE_HOST/PORT.
+	// files at ServiceAccountDir and KUBERNETES_SERVICE_HOST/PORT. With
+	// NetNS, APIServerHost/Port is where the apiserver listens on the host
+	// (e.g. its loopback, which the namespace cannot reach): the pod gets a
+	// proxy to it on the namespace's own 127.0.0.1 instead.
 	Token         []byte
 	CACert        []byte
 	APIServerHost string
 	APIServerPort int
+	// NetNS, when set, is a network namespace (a name under /run/netns, as
+	// made by `ip netns add` or testhost) that every container of the pod
+	// runs in, like the containers of a real pod share its network.
+	NetNS string
+	// PodIP becomes the status.podIP (and status.podIPs) field reference,
+	// thus $(POD_IP) in the generated pods.
+	PodIP string
+	// Hosts maps host names to addresses for an /etc/hosts of the pod's own
+	// (bind-mounted over the host's in the containers' mount namespaces),
+	// like a kubelet's plus cluster DNS: e.g. the peers' names under a
+	// governing Service. With NetNS or Hosts set the pod gets the file, with
+	// localhost and PodName → PodIP as well.
+	Hosts map[string]string
 	// Dir is where volumes and logs go.
 	Dir string
 	// Self is the executable that calls MaybeMountExec (default: this one).
@@ -106,9 +139,14 @@ type Options struct {
 type Pod struct {
 	Dir        string
 	Containers map[string]*Container
-	created    []string // mount-point directories this pod created
-	stopSync   context.CancelFunc
-	syncDone   chan struct{}
+	// APIProxy is the address, inside NetNS, of the proxy to the host's
+	// apiserver (empty without NetNS).
+	APIProxy string
+	created  []string // mount-point directories this pod holds (see ensureMountPoint)
+	stopSync context.CancelFunc
+	syncDone chan struct{}
+	proxy    *apiProxy
+	hosts    string // the pod's /etc/hosts, when it has one
 }
 
 // Container is one running container process.
@@ -145,6 +183,28 @@ func Start(ctx context.Context, o Options) (*Pod, error) {
 		o.SyncInterval = time.Second
 	}
 	p := &Pod{Dir: o.Dir, Containers: map[string]*Container{}}
+	if o.NetNS != "" && o.APIServerPort != 0 {
+		proxy, err := startAPIProxy(o.NetNS, o.APIServerHost, o.APIServerPort)
+		if err != nil {
+			return nil, err
+		}
+		p.proxy = proxy
+		p.APIProxy = proxy.addr
+		// The namespace's own loopback: the apiserver's serving
+		// certificate names 127.0.0.1.
+		o.APIServerHost, o.APIServerPort = proxy.host, proxy.port
+	}
+	if o.NetNS != "" || len(o.Hosts) > 0 {
+		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+			p.Stop()
+			return nil, err
+		}
+		p.hosts = filepath.Join(o.Dir, "hosts")
+		if err := os.WriteFile(p.hosts, hostsFile(o), 0o644); err != nil {
+			p.Stop()
+			return nil, err
+		}
+	}
 	volumes, synced, err := p.materialize(ctx, o)
 	if err != nil {
 		p.Stop()
@@ -227,7 +287,7 @@ func (p *Pod) run(o Options, c corev1.Container, volumes map[string]string) (*Co
 	if err != nil {
 		return nil, err
 	}
-	plan := mountPlan{Argv: argv}
+	plan := mountPlan{Argv: argv, NetNS: o.NetNS}
 	mounts := append([]corev1.VolumeMount(nil), c.VolumeMounts...)
 	sort.Slice(mounts, func(i, j int) bool { return mounts[i].MountPath < mounts[j].MountPath })
 	for _, m := range mounts {
@@ -250,6 +310,9 @@ func (p *Pod) run(o Options, c corev1.Container, volumes map[string]string) (*Co
 		return nil, err
 	}
 	plan.Binds = append(plan.Binds, [2]string{volumes["\x00serviceaccount"], ServiceAccountDir})
+	if p.hosts != "" {
+		plan.Binds = append(plan.Binds, [2]string{p.hosts, "/etc/hosts"})
+	}
 	raw, err := json.Marshal(plan)
 	if err != nil {
 		return nil, err
@@ -262,8 +325,8 @@ func (p *Pod) run(o Options, c corev1.Container, volumes map[string]string) (*Co
 		fmt.Sprintf("KUBERNETES_SERVICE_PORT=%d", o.APIServerPort),
 		mountExecEnv + "=" + string(raw),
 	}
-	for _, e := range c.Env {
-		env = append(env, e.Name+"="+envValue(o, e))
+	for _, e := range containerEnv(o, c) {
+		env = append(env, e[0]+"="+e[1])
 	}
 	logPath := filepath.Join(o.Dir, c.Name+".log")
 	f, err := os.Create(logPath)
@@ -294,8 +357,25 @@ func (p *Pod) run(o Options, c corev1.Container, volumes map[string]string) (*Co
 	return ctr, nil
 }
 
-// commandLine maps the container's image or command to a local binary.
+// commandLine maps the container's image or command to a local binary and
+// expands $(VAR) references to the container's environment in the command
+// and the args, as the kubelet does.
 func commandLine(o Options, c corev1.Container) ([]string, error) {
+	argv, err := rawCommandLine(o, c)
+	if err != nil {
+		return nil, err
+	}
+	vars := map[string]string{}
+	for _, e := range containerEnv(o, c) {
+		vars[e[0]] = e[1]
+	}
+	for i := 1; i < len(argv); i++ {
+		argv[i] = expandVars(argv[i], vars)
+	}
+	return argv, nil
+}
+
+func rawCommandLine(o Options, c corev1.Container) ([]string, error) {
 	var argv []string
 	if len(c.Command) > 0 {
 		bin, ok := o.Images[c.Command[0]]
@@ -326,35 +406,122 @@ func imageName(image string) string {
 	return image
 }
 
-func envValue(o Options, e corev1.EnvVar) string {
+// containerEnv is the container's environment in order: field references
+// resolved, and $(VAR) in values expanded with the variables before them.
+func containerEnv(o Options, c corev1.Container) [][2]string {
+	vars := map[string]string{}
+	out := make([][2]string, 0, len(c.Env))
+	for _, e := range c.Env {
+		v := envValue(o, e, vars)
+		vars[e.Name] = v
+		out = append(out, [2]string{e.Name, v})
+	}
+	return out
+}
+
+func envValue(o Options, e corev1.EnvVar, vars map[string]string) string {
 	if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
 		switch e.ValueFrom.FieldRef.FieldPath {
 		case "metadata.name":
 			return o.PodName
 		case "metadata.namespace":
 			return o.PodNamespace
+		case "status.podIP", "status.podIPs":
+			return o.PodIP
+		case "spec.serviceAccountName":
+			return o.Pod.ServiceAccountName
 		}
 	}
-	return e.Value
+	return expandVars(e.Value, vars)
 }
 
+// expandVars replaces $(NAME) with vars[NAME] the way Kubernetes does: $$
+// is a literal $, and a reference to an unknown variable stays as written.
+func expandVars(s string, vars map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := vars[name]; ok && name != "" {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+// mountPoints counts, for each mount-point directory the pods of this
+// process created on the host, the pods that use it. A directory goes when
+// its last pod stops: removing a directory that is a mount point in another
+// pod's mount namespace would detach that pod's volume (the kernel lazily
+// unmounts mounts on a deleted directory in every namespace).
+var mountPoints = struct {
+	sync.Mutex
+	users map[string]int
+}{users: map[string]int{}}
+
 // ensureMountPoint creates a missing mount-point directory and remembers it,
-// so that Stop removes exactly what this pod added to the host.
+// so that Stop removes exactly what the pods added to the host, once no pod
+// uses it any more.
 func (p *Pod) ensureMountPoint(path string) error {
-	var missing []string
+	mountPoints.Lock()
+	defer mountPoints.Unlock()
+	var chain []string // from path up to the first directory that was there before
 	for dir := path; dir != "/" && dir != "."; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(dir); err == nil {
+		_, err := os.Stat(dir)
+		if err == nil && mountPoints.users[dir] == 0 {
 			break
 		}
-		missing = append(missing, dir)
+		chain = append(chain, dir)
 	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := os.Mkdir(missing[i], 0o755); err != nil && !os.IsExist(err) {
-			return fmt.Errorf("create mount point %s: %w", missing[i], err)
+	for i := len(chain) - 1; i >= 0; i-- {
+		dir := chain[i]
+		if slices.Contains(p.created, dir) {
+			continue
 		}
-		p.created = append(p.created, missing[i])
+		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("create mount point %s: %w", dir, err)
+		}
+		mountPoints.users[dir]++
+		p.created = append(p.created, dir)
 	}
 	return nil
+}
+
+func (p *Pod) releaseMountPoints() {
+	mountPoints.Lock()
+	defer mountPoints.Unlock()
+	for i := len(p.created) - 1; i >= 0; i-- {
+		dir := p.created[i]
+		mountPoints.users[dir]--
+		if mountPoints.users[dir] > 0 {
+			continue
+		}
+		delete(mountPoints.users, dir)
+		_ = os.Remove(dir) // only empty directories: never data
+	}
+	p.created = nil
 }
 
 // Stop kills the containers and removes the mount points it created.
@@ -378,10 +545,11 @@ func (p *Pod) Stop() {
 			<-c.exited
 		}
 	}
-	for i := len(p.created) - 1; i >= 0; i-- {
-		_ = os.Remove(p.created[i]) // only empty directories: never data
+	if p.proxy != nil {
+		p.proxy.close()
+		p.proxy = nil
 	}
-	p.created = nil
+	p.releaseMountPoints()
 }
 
 // WaitHTTP polls url until it answers 200 or the timeout passes.

@@ -2,7 +2,8 @@
 // EndpointSlices: a network namespace of its own, joined to the host by a
 // veth pair on a private /30, with a small /metrics server inside. The
 // apiserver refuses loopback addresses in endpoints, so loopback targets will
-// not do. Needs root and iproute2's `ip`.
+// not do. A Network joins several such namespaces on one bridge, for pods
+// that talk to each other. Needs root and iproute2's `ip`.
 package testhost
 
 import (
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -46,6 +48,8 @@ type Host struct {
 	IP        string // the test host's address
 	hostLink  string
 	cmd       *exec.Cmd
+	network   *Network // nil for New's point-to-point hosts
+	closeOnce sync.Once
 }
 
 // New creates the namespace, the veth pair and the addresses.
@@ -117,12 +121,18 @@ func (h *Host) ServeMetrics(port int) error {
 	}
 }
 
-// Close stops the server and deletes the link and the namespace.
+// Close stops the server and deletes the link and the namespace. It is safe
+// to call more than once.
 func (h *Host) Close() {
-	if h.cmd != nil && h.cmd.Process != nil {
-		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
-		_ = h.cmd.Wait()
-	}
-	_ = exec.Command("ip", "link", "del", h.hostLink).Run() // deletes the peer too
-	_ = exec.Command("ip", "netns", "del", h.Namespace).Run()
+	h.closeOnce.Do(func() {
+		if h.cmd != nil && h.cmd.Process != nil {
+			_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+			_ = h.cmd.Wait()
+		}
+		_ = exec.Command("ip", "link", "del", h.hostLink).Run() // deletes the peer too
+		_ = exec.Command("ip", "netns", "del", h.Namespace).Run()
+		if h.network != nil {
+			h.network.forget(h)
+		}
+	})
 }
