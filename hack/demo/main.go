@@ -1,6 +1,8 @@
 // Command demo tells Lookout's story in one command: a local control plane,
 // the operator, the examples, a real Prometheus run from the StatefulSet the
-// operator generated, scraping a target in its own network namespace.
+// operator generated, scraping a target in its own network namespace, and two
+// peered Alertmanager replicas delivering its always-firing alert to a local
+// alert sink.
 package main
 
 import (
@@ -61,7 +63,7 @@ func run(exitAfter bool, ldflags string) error {
 	if err := os.MkdirAll(filepath.Join(out, "bin"), 0o755); err != nil {
 		return err
 	}
-	if err := devenv.CheckPortsFree(9090, 8080); err != nil {
+	if err := devenv.CheckPortsFree(9090); err != nil {
 		return err
 	}
 
@@ -141,8 +143,53 @@ func run(exitAfter bool, ldflags string) error {
 		fmt.Println(groups)
 	}
 
+	step("Running the Alertmanager pods the operator generated (StatefulSet default/alertmanager-main, 2 replicas peered as one cluster), each in its own network namespace")
+	network, err := testhost.NewNetwork()
+	if err != nil {
+		return err
+	}
+	defer network.Close()
+	// The example AlertmanagerConfig sends to http://alert-sink.default.svc:8099/alerts:
+	// the demo's alert sink listens on the network's host address, and the pods resolve
+	// that name to it.
+	sink, err := devenv.StartReceiverOn(network, 8099)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	ams, err := devenv.RunAlertmanagerPods(ctx, c, cp, bins, network, "default", "main", filepath.Join(out, "alertmanager"),
+		map[string]string{"alert-sink.default.svc": network.HostIP})
+	if err != nil {
+		return err
+	}
+	defer ams.Stop()
+	alertsLog := filepath.Join(out, "alerts.log")
+	go logNotifications(ctx, sink, alertsLog)
+	fmt.Printf("    replicas at %s; alert sink at %s\n", strings.Join(ams.IPs(), ", "), sink.URL("/alerts"))
+	kc("get", "alertmanagers,alertmanagerconfigs", "-n", "default")
+
+	step("lookout render -f examples/ -o alertmanager: offline, the alertmanager.yaml the operator wrote into Secret default/alertmanager-main-generated (a base config plus one route per AlertmanagerConfig)")
+	ex := exec.CommandContext(ctx, bins.Lookout, "render", "-f", filepath.Join(root, "examples"), "-o", "alertmanager")
+	ex.Stdout, ex.Stderr = os.Stdout, os.Stderr
+	_ = ex.Run()
+
+	step("Waiting for the Watchdog alert (PrometheusRule default/example-rules, always firing) to go Prometheus → Alertmanager → the alert sink (evaluation interval 30s, group wait 5s)")
+	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	note, err := sink.WaitFor(waitCtx, func(r devenv.Request) bool { return bytes.Contains(r.Body, []byte(`"Watchdog"`)) })
+	cancel()
+	if err != nil {
+		return fmt.Errorf("the Watchdog alert was not delivered: %w\n%s", err, ams.Logs(2048))
+	}
+	fmt.Printf("    POST %s from Alertmanager (webhook receiver default/example-routing/webhook):\n", note.Path)
+	fmt.Println(indentJSON(note.Body))
+
+	step("lookout explain alertmanagerconfig default/example-routing")
+	ex = exec.CommandContext(ctx, bins.Lookout, "explain", "alertmanagerconfig", "default/example-routing", "--kubeconfig", kubeconfig)
+	ex.Stdout, ex.Stderr = os.Stdout, os.Stderr
+	_ = ex.Run()
+
 	step("lookout explain servicemonitor default/example-app")
-	ex := exec.CommandContext(ctx, bins.Lookout, "explain", "servicemonitor", "default/example-app", "--kubeconfig", kubeconfig)
+	ex = exec.CommandContext(ctx, bins.Lookout, "explain", "servicemonitor", "default/example-app", "--kubeconfig", kubeconfig)
 	ex.Stdout, ex.Stderr = os.Stdout, os.Stderr
 	_ = ex.Run()
 
@@ -154,7 +201,13 @@ func run(exitAfter bool, ldflags string) error {
     curl -s 'http://127.0.0.1:9090/api/v1/query?query=up' # Prometheus's API
     Edit the ServiceMonitor (kubectl edit servicemonitor example-app) and watch the reloader
     apply it within seconds: %s
-`, kubeconfig, kubectl, kubectl, bins.Lookout, filepath.Join(out, "pod", "config-reloader.log"))
+    tail -f %s       # every notification the alert sink receives
+    curl -s http://%s:9093/api/v2/alerts                       # Alertmanager's API (replica 0)
+    %s --alertmanager.url=http://%s:9093 alert query           # the same with amtool
+    %s get alertmanagerconfig example-routing -o yaml       # status.bindings: Accepted per Alertmanager
+    %s explain alertmanagerconfig default/example-routing --kubeconfig $KUBECONFIG
+`, kubeconfig, kubectl, kubectl, bins.Lookout, filepath.Join(out, "pod", "config-reloader.log"),
+		alertsLog, ams.IPs()[0], bins.Amtool, ams.IPs()[0], kubectl, bins.Lookout)
 	if exitAfter {
 		return nil
 	}
@@ -265,4 +318,35 @@ func waitForTarget(ctx context.Context) (string, error) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// logNotifications appends every request the alert sink receives to path, one JSON
+// document per line, until ctx ends.
+func logNotifications(ctx context.Context, sink *devenv.Receiver, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for n := 0; ; n++ {
+		i := 0
+		req, err := sink.WaitFor(ctx, func(devenv.Request) bool { i++; return i > n })
+		if err != nil {
+			return
+		}
+		var compact bytes.Buffer
+		if json.Compact(&compact, req.Body) != nil {
+			compact.Write(req.Body)
+		}
+		fmt.Fprintf(f, "%s POST %s %s\n", req.Time.Format(time.RFC3339), req.Path, compact.Bytes())
+	}
+}
+
+// indentJSON pretty-prints a notification, indented for the demo's output.
+func indentJSON(b []byte) string {
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "    ", "  "); err != nil {
+		return "    " + string(b)
+	}
+	return "    " + out.String()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -59,7 +60,9 @@ type AlertmanagerPods struct {
 // publishes the replicas in an EndpointSlice of the governing Service (ports
 // web, tcp-mesh, udp-mesh), so that Prometheus discovers them, and waits
 // until each answers /-/ready.
-func RunAlertmanagerPods(ctx context.Context, c client.Client, cp *controlplane.ControlPlane, bins Binaries, network *testhost.Network, ns, name string, dir string) (*AlertmanagerPods, error) {
+// extraHosts are further /etc/hosts entries (name → IP) of the pods, e.g. the name
+// of a receiver the config sends to.
+func RunAlertmanagerPods(ctx context.Context, c client.Client, cp *controlplane.ControlPlane, bins Binaries, network *testhost.Network, ns, name string, dir string, extraHosts ...map[string]string) (*AlertmanagerPods, error) {
 	if bins.Alertmanager == "" {
 		return nil, errors.New("devenv: no Alertmanager binary (Binaries.Alertmanager)")
 	}
@@ -90,6 +93,9 @@ func RunAlertmanagerPods(ctx context.Context, c client.Client, cp *controlplane.
 		am.Hosts = append(am.Hosts, h)
 	}
 	hosts := map[string]string{}
+	for _, m := range extraHosts {
+		maps.Copy(hosts, m)
+	}
 	for i, h := range am.Hosts {
 		pod := stsName + "-" + strconv.Itoa(i)
 		for _, name := range []string{
@@ -243,7 +249,12 @@ type Receiver struct {
 
 // StartReceiver listens on a free port of the network's host address.
 func StartReceiver(network *testhost.Network) (*Receiver, error) {
-	l, err := net.Listen("tcp", network.HostIP+":0")
+	return StartReceiverOn(network, 0)
+}
+
+// StartReceiverOn listens on port of the network's host address (0: a free one).
+func StartReceiverOn(network *testhost.Network, port int) (*Receiver, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(network.HostIP, strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}
