@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,7 +141,13 @@ func (a *Applier) compare(ctx context.Context, gvk schema.GroupVersionKind, key 
 			return Unchanged, err
 		}
 		obj := typed.(client.Object)
-		if err := a.Client.Get(ctx, key, obj); err != nil {
+		err = a.Client.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) {
+			// The cache holds only what Lookout labels: an object of this name someone
+			// else made is not in it. Ask the apiserver before creating.
+			err = a.Live.Get(ctx, key, obj)
+		}
+		if err != nil {
 			return missingOrErr(err, gvk, key)
 		}
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -150,6 +157,9 @@ func (a *Applier) compare(ctx context.Context, gvk schema.GroupVersionKind, key 
 		live.Object = m
 	} else if err := reader.Get(ctx, key, live); err != nil {
 		return missingOrErr(err, gvk, key)
+	}
+	if !owned(desired, live) {
+		return Unchanged, &NotOwnedError{Kind: gvk.Kind, Key: key}
 	}
 	if (hash == "" || live.GetAnnotations()[HashAnnotation] == hash) && contains(desired.Object, live.Object, "") {
 		if hash != "" {
@@ -211,6 +221,9 @@ func (a *Applier) compareMetadataOnly(ctx context.Context, gvk schema.GroupVersi
 	if err := a.metadata().Get(ctx, key, meta); err != nil {
 		return missingOrErr(err, gvk, key)
 	}
+	if !owned(desired, meta) {
+		return Unchanged, &NotOwnedError{Kind: gvk.Kind, Key: key}
+	}
 	if meta.Annotations[HashAnnotation] != hash || !metadataContains(desired, meta) {
 		return Updated, nil
 	}
@@ -227,6 +240,54 @@ func (a *Applier) compareMetadataOnly(ctx context.Context, gvk schema.GroupVersi
 	}
 	a.remember(live.GetUID(), live.GetResourceVersion())
 	return Unchanged, nil
+}
+
+// NotOwnedError: an object of the desired name exists that Lookout does not own. It is
+// left exactly as it is.
+type NotOwnedError struct {
+	Kind string
+	Key  client.ObjectKey
+}
+
+func (e *NotOwnedError) Error() string {
+	return fmt.Sprintf("%s %s exists and is not managed by Lookout (no owner reference to its owner): left as it is", e.Kind, e.Key)
+}
+
+// ManagedByLabel marks the objects Lookout writes that cannot carry an owner reference
+// (cluster-scoped, or in another namespace than their owner).
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
+// owned reports whether live is Lookout's to change. An object with an owner reference
+// in desired must carry it (the same UID) — an object another operator created for the
+// same owner counts, which is how a migration adopts it; an object several owners share
+// (no controller reference) must carry a reference to an owner of the same kind; one
+// that cannot point at its owner must carry desired's managed-by label.
+func owned(desired, live metav1.Object) bool {
+	want := desired.GetOwnerReferences()
+	if len(want) == 0 {
+		v := desired.GetLabels()[ManagedByLabel]
+		return v != "" && live.GetLabels()[ManagedByLabel] == v
+	}
+	for _, w := range want {
+		shared := w.Controller == nil || !*w.Controller
+		for _, have := range live.GetOwnerReferences() {
+			if have.UID == w.UID {
+				return true
+			}
+			if shared && have.Kind == w.Kind && groupOf(have.APIVersion) == groupOf(w.APIVersion) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func groupOf(apiVersion string) string {
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return ""
+	}
+	return group
 }
 
 func missingOrErr(err error, gvk schema.GroupVersionKind, key client.ObjectKey) (Result, error) {

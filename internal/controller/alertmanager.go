@@ -131,7 +131,12 @@ func (r *AlertmanagerReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	labels := map[string]string{amrender.LabelAlertmanager: am.Name}
 	if err := applyObjects(ctx, r.Applier, am, desired.Objects, labels, alertmanagerOwnedKinds, nil, &mem.pruned); err != nil {
-		st.reconcileErr = &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}
+		var retry bool
+		st.reconcileErr, retry = applyFailure(err)
+		if !retry {
+			r.Recorder.Eventf(am, nil, corev1.EventTypeWarning, st.reconcileErr.Reason, "Reconcile", "%s", st.reconcileErr.Message)
+			return ctrl.Result{RequeueAfter: notOwnedRecheck}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	st.reconciled = true

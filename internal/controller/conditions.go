@@ -1,5 +1,7 @@
 package controller
 
+import "time"
+
 // Reasons of the Prometheus conditions. The condition types themselves are
 // the API's: monitoringv1.Available and monitoringv1.Reconciled.
 //
@@ -17,6 +19,9 @@ const (
 	ReasonReconcileSucceeded = "ReconcileSucceeded"
 	// ReasonApplyFailed: the apiserver refused a write; retried with backoff.
 	ReasonApplyFailed = "ApplyFailed"
+	// ReasonObjectNotOwned: an object of a name Lookout would write exists without
+	// Lookout's owner reference; it is left alone, everything else is applied.
+	ReasonObjectNotOwned = "ObjectNotOwned"
 	// ReasonReadFailed: reading the inputs (monitors, Secrets, ConfigMaps,
 	// ServiceAccount) failed; retried with backoff.
 	ReasonReadFailed = "ReadFailed"
@@ -33,3 +38,7 @@ const (
 // Finalizer lets the controller delete what cannot carry an owner reference
 // to the Prometheus: RBAC in other namespaces and cluster-scoped RBAC.
 const Finalizer = "lookout.dev/cleanup"
+
+// notOwnedRecheck is how often an owner whose object is held by someone else checks
+// again: such an object has no owner reference, so no watch event leads back to it.
+const notOwnedRecheck = time.Minute

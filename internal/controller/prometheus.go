@@ -143,7 +143,12 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	err = r.applyAll(ctx, p, desired)
 	phases.done("apply")
 	if err != nil {
-		st.reconcileErr = &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}
+		var retry bool
+		st.reconcileErr, retry = applyFailure(err)
+		if !retry {
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, st.reconcileErr.Reason, "Reconcile", "%s", st.reconcileErr.Message)
+			return ctrl.Result{RequeueAfter: notOwnedRecheck}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	st.reconciled = true
@@ -209,7 +214,7 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, owner client.Object, objs []T, labels map[string]string,
 	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string) error {
 	log := ctrl.LoggerFrom(ctx)
-	var errs []error
+	var errs, notOwned []error
 	for _, obj := range objs {
 		var opts []apply.Option
 		if workload.Shared(obj) {
@@ -220,6 +225,11 @@ func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, 
 			// A namespace being deleted takes its monitors with it; the
 			// next reconcile no longer wants anything there.
 			log.V(1).Info("Skipped an object in a terminating namespace", "object", klog.KObj(obj))
+			continue
+		}
+		var foreign *apply.NotOwnedError
+		if errors.As(err, &foreign) {
+			notOwned = append(notOwned, err)
 			continue
 		}
 		if err != nil {
@@ -233,6 +243,19 @@ func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, 
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	if err := prune(ctx, applier, owner, objs, labels, ownedKinds, unownedKinds, pruned); err != nil {
+		return err
+	}
+	if len(notOwned) > 0 {
+		return &render.SpecError{Reason: ReasonObjectNotOwned, Message: errors.Join(notOwned...).Error()}
+	}
+	return nil
+}
+
+// prune deletes what owner no longer wants (see applyObjects).
+func prune[T client.Object](ctx context.Context, applier *apply.Applier, owner client.Object, objs []T, labels map[string]string,
+	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string) error {
+	log := ctrl.LoggerFrom(ctx)
 	var keep []client.Object
 	var set strings.Builder
 	for _, obj := range objs {
@@ -266,6 +289,17 @@ func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, 
 	}
 	*pruned = set.String()
 	return nil
+}
+
+// applyFailure is the Reconciled=False cause of an applyObjects error, and whether the
+// reconcile is retried with backoff: an object Lookout does not own is not retried (its
+// owner decides; a periodic check notices when it goes away).
+func applyFailure(err error) (*render.SpecError, bool) {
+	var se *render.SpecError
+	if errors.As(err, &se) {
+		return se, false
+	}
+	return &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}, true
 }
 
 // finalize deletes the objects without an owner reference, then lets the

@@ -41,11 +41,12 @@ func TestPrometheusAndServiceMonitorBecomeAStatefulSetAndAConfig(t *testing.T) {
 	if !isControlledBy(&sts, p) {
 		t.Errorf("StatefulSet is not controlled by the Prometheus: %v", sts.OwnerReferences)
 	}
-	for _, name := range []string{"prometheus-main", "prometheus-operated"} {
-		var svc corev1.Service
-		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: name}, &svc); err != nil {
-			t.Errorf("Service %s: %v", name, err)
-		}
+	var svc corev1.Service
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-operated"}, &svc); err != nil {
+		t.Errorf("governing Service: %v", err)
+	}
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main"}, &svc); !apierrors.IsNotFound(err) {
+		t.Errorf("Service prometheus-main: %v, want NotFound (only created with the %s annotation)", err, "lookout.dev/service")
 	}
 	var secret corev1.Secret
 	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main-web-config"}, &secret); err != nil {

@@ -63,9 +63,13 @@ func Objects(am *monitoringv1.Alertmanager, opts Options) ([]Object, error) {
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{WebConfigSecretKey: web},
 		},
-		governingService(am),
-		sts,
 	}
+	// A custom spec.serviceName names a Service the user provides, as with
+	// prometheus-operator: Lookout does not create it.
+	if am.Spec.ServiceName == nil || *am.Spec.ServiceName == "" {
+		out = append(out, governingService(am))
+	}
+	out = append(out, sts)
 	// The builders share slices and maps with am; copy so callers may change either.
 	for i, obj := range out {
 		out[i] = obj.DeepCopyObject().(Object)

@@ -204,3 +204,8 @@ func unownedMeta(p *monitoringv1.Prometheus, opts Options, namespace, name strin
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// AnnotationService, set to "true" on a Prometheus, makes Lookout create the ClusterIP
+// Service prometheus-<name> in front of every shard's pods (web and reloader ports).
+// Without it no such Service is created, as with prometheus-operator.
+const AnnotationService = "lookout.dev/service"

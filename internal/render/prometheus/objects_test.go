@@ -139,7 +139,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 			},
 		},
 		{
-			name: "uses spec.serviceName as the governing Service",
+			name: "uses spec.serviceName as the governing Service, which the user provides",
 			p: newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
 				s.ServiceName = ptrTo("prom-headless")
 			})),
@@ -147,15 +147,27 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 				if got := only(t, find[*appsv1.StatefulSet](objs)).Spec.ServiceName; got != "prom-headless" {
 					t.Errorf("serviceName = %q", got)
 				}
-				svc := serviceNamed(t, objs, "prom-headless")
-				if svc.Spec.ClusterIP != corev1.ClusterIPNone {
-					t.Errorf("clusterIP = %q, want None", svc.Spec.ClusterIP)
+				if svcs := find[*corev1.Service](objs); len(svcs) != 0 {
+					t.Errorf("created %d Services (%s…), want none: the user's spec.serviceName Service is theirs", len(svcs), svcs[0].Name)
 				}
 			},
 		},
 		{
-			name: "exposes port web 9090 on the headless Service and web + reloader-web on prometheus-<name>",
-			p:    newPrometheus(withShards(2)),
+			name: "creates no prometheus-<name> Service unless annotated",
+			p:    newPrometheus(),
+			check: func(t *testing.T, objs []client.Object) {
+				for _, svc := range find[*corev1.Service](objs) {
+					if svc.Name != "prometheus-operated" {
+						t.Errorf("unexpected Service %s", svc.Name)
+					}
+				}
+			},
+		},
+		{
+			name: "exposes port web 9090 on the headless Service and web + reloader-web on prometheus-<name> when asked for",
+			p: newPrometheus(withShards(2), func(p *monitoringv1.Prometheus) {
+				p.Annotations = map[string]string{AnnotationService: "true"}
+			}),
 			check: func(t *testing.T, objs []client.Object) {
 				gov := serviceNamed(t, objs, "prometheus-operated")
 				if p := only(t, gov.Spec.Ports); p.Name != "web" || p.Port != 9090 {
@@ -497,7 +509,6 @@ func TestObjectsOrder(t *testing.T) {
 		"Secret/prometheus-k8s",
 		"Secret/prometheus-k8s-web-config",
 		"Service/prometheus-operated",
-		"Service/prometheus-k8s",
 		"StatefulSet/prometheus-k8s",
 		"StatefulSet/prometheus-k8s-shard-1",
 	}

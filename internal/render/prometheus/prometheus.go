@@ -92,7 +92,17 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]client.Object, error) 
 	if err != nil {
 		return nil, fmt.Errorf("render Prometheus %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	out = append(out, web, governingService(p, opts), service(p, opts))
+	out = append(out, web)
+	// A custom spec.serviceName names a Service the user provides, as with
+	// prometheus-operator: Lookout does not create it.
+	if p.Spec.ServiceName == nil || *p.Spec.ServiceName == "" {
+		out = append(out, governingService(p, opts))
+	}
+	// The ClusterIP Service prometheus-<name> only when asked for: clusters commonly
+	// ship their own Service of that name (kube-prometheus does).
+	if p.Annotations[AnnotationService] == "true" {
+		out = append(out, service(p, opts))
+	}
 	for shard := range ShardCount(p) {
 		out = append(out, statefulSet(p, opts, shard))
 	}
