@@ -15,6 +15,21 @@ import (
 // labels, are controlled by ownerUID, and are not among keep. It never
 // touches an object another owner controls. Returns the deleted names.
 func (a *Applier) Prune(ctx context.Context, namespace string, labels map[string]string, ownerUID types.UID, keep []client.Object, kinds []schema.GroupVersionKind) ([]string, error) {
+	return a.prune(ctx, namespace, labels, ownerUID, keep, kinds, false)
+}
+
+// PruneLeftovers deletes objects of the given kinds in namespace that ownerUID controls
+// and that are not among keep, whatever their labels: what another operator wrote for the
+// same owner and Lookout does not write. They are listed from the apiserver (metadata
+// only): the caches hold owner references only of what Lookout labels.
+func (a *Applier) PruneLeftovers(ctx context.Context, namespace string, ownerUID types.UID, keep []client.Object, kinds []schema.GroupVersionKind) ([]string, error) {
+	if ownerUID == "" {
+		return nil, nil
+	}
+	return a.prune(ctx, namespace, nil, ownerUID, keep, kinds, true)
+}
+
+func (a *Applier) prune(ctx context.Context, namespace string, labels map[string]string, ownerUID types.UID, keep []client.Object, kinds []schema.GroupVersionKind, live bool) ([]string, error) {
 	wanted := map[string]bool{}
 	for _, o := range keep {
 		gvk := o.GetObjectKind().GroupVersionKind()
@@ -26,6 +41,7 @@ func (a *Applier) Prune(ctx context.Context, namespace string, labels map[string
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		var reader client.Reader = a.Live
 		switch {
+		case live:
 		case gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap"):
 			reader = a.metadata()
 		case a.Cached[gvk.GroupKind()]:

@@ -131,13 +131,7 @@ func (r *AlertmanagerReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	labels := map[string]string{amrender.LabelAlertmanager: am.Name}
 	if err := applyObjects(ctx, r.Applier, am, desired.Objects, labels, alertmanagerOwnedKinds, nil, &mem.pruned); err != nil {
-		var retry bool
-		st.reconcileErr, retry = applyFailure(err)
-		if !retry {
-			r.Recorder.Eventf(am, nil, corev1.EventTypeWarning, st.reconcileErr.Reason, "Reconcile", "%s", st.reconcileErr.Message)
-			return ctrl.Result{RequeueAfter: notOwnedRecheck}, nil
-		}
-		return ctrl.Result{}, err
+		return reportApplyFailure(r.Recorder, am, st, err)
 	}
 	st.reconciled = true
 	// Accepted now means "in the configuration the Alertmanager was handed".

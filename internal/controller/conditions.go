@@ -22,6 +22,9 @@ const (
 	// ReasonObjectNotOwned: an object of a name Lookout would write exists without
 	// Lookout's owner reference; it is left alone, everything else is applied.
 	ReasonObjectNotOwned = "ObjectNotOwned"
+	// ReasonRecreating: a StatefulSet is being deleted (its pods orphaned, left running)
+	// to be created anew: an immutable field changed, or another operator wrote it.
+	ReasonRecreating = "StatefulSetRecreating"
 	// ReasonReadFailed: reading the inputs (monitors, Secrets, ConfigMaps,
 	// ServiceAccount) failed; retried with backoff.
 	ReasonReadFailed = "ReadFailed"
@@ -42,3 +45,6 @@ const Finalizer = "lookout.dev/cleanup"
 // notOwnedRecheck is how often an owner whose object is held by someone else checks
 // again: such an object has no owner reference, so no watch event leads back to it.
 const notOwnedRecheck = time.Minute
+
+// recreatingRecheck bounds the wait for a StatefulSet's deletion event.
+const recreatingRecheck = 5 * time.Second

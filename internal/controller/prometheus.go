@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -82,6 +83,12 @@ var ownedKinds = []schema.GroupVersionKind{
 	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
 }
 
+// leftoverKinds are pruned by owner reference alone, whatever their labels (see prune).
+var leftoverKinds = []schema.GroupVersionKind{
+	corev1.SchemeGroupVersion.WithKind("Secret"),
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+}
+
 // RBAC kinds: some live in other namespaces or at cluster scope and cannot
 // carry an owner reference, so they are found by labels everywhere, pruned
 // across namespaces and deleted by the finalizer.
@@ -143,13 +150,7 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	err = r.applyAll(ctx, p, desired)
 	phases.done("apply")
 	if err != nil {
-		var retry bool
-		st.reconcileErr, retry = applyFailure(err)
-		if !retry {
-			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, st.reconcileErr.Reason, "Reconcile", "%s", st.reconcileErr.Message)
-			return ctrl.Result{RequeueAfter: notOwnedRecheck}, nil
-		}
-		return ctrl.Result{}, err
+		return reportApplyFailure(r.Recorder, p, st, err)
 	}
 	st.reconciled = true
 	// Accepted now means "in the configuration Prometheus was handed".
@@ -228,7 +229,8 @@ func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, 
 			continue
 		}
 		var foreign *apply.NotOwnedError
-		if errors.As(err, &foreign) {
+		var recreating *apply.RecreatingError
+		if errors.As(err, &foreign) || errors.As(err, &recreating) {
 			notOwned = append(notOwned, err)
 			continue
 		}
@@ -247,7 +249,7 @@ func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, 
 		return err
 	}
 	if len(notOwned) > 0 {
-		return &render.SpecError{Reason: ReasonObjectNotOwned, Message: errors.Join(notOwned...).Error()}
+		return errors.Join(notOwned...)
 	}
 	return nil
 }
@@ -284,6 +286,14 @@ func prune[T client.Object](ctx context.Context, applier *apply.Applier, owner c
 		}
 		deleted = append(deleted, more...)
 	}
+	// What another operator made for the same owner and Lookout does not write — after a
+	// migration, rule ConfigMaps beyond Lookout's, TLS asset Secrets — carries the owner's
+	// reference but not Lookout's labels.
+	leftovers, err := applier.PruneLeftovers(ctx, owner.GetNamespace(), owner.GetUID(), keep, leftoverKinds)
+	if err != nil {
+		return err
+	}
+	deleted = append(deleted, leftovers...)
 	if len(deleted) > 0 {
 		log.Info("Deleted objects that are no longer desired", "owner", klog.KObj(owner), "objects", deleted)
 	}
@@ -291,15 +301,36 @@ func prune[T client.Object](ctx context.Context, applier *apply.Applier, owner c
 	return nil
 }
 
-// applyFailure is the Reconciled=False cause of an applyObjects error, and whether the
-// reconcile is retried with backoff: an object Lookout does not own is not retried (its
-// owner decides; a periodic check notices when it goes away).
-func applyFailure(err error) (*render.SpecError, bool) {
-	var se *render.SpecError
-	if errors.As(err, &se) {
-		return se, false
+// applyFailure is the Reconciled=False cause of an applyObjects error and when to look
+// again. A write the apiserver refused is retried with backoff (retry). A StatefulSet being
+// recreated brings its owner back through its deletion event, with a short recheck in
+// case; an object Lookout does not own is its owner's business, rechecked now and then.
+func applyFailure(err error) (cause *render.SpecError, recheck time.Duration, retry bool) {
+	var foreign *apply.NotOwnedError
+	var recreating *apply.RecreatingError
+	switch {
+	case errors.As(err, &foreign):
+		return &render.SpecError{Reason: ReasonObjectNotOwned, Message: err.Error()}, notOwnedRecheck, false
+	case errors.As(err, &recreating):
+		return &render.SpecError{Reason: ReasonRecreating, Message: err.Error()}, recreatingRecheck, false
 	}
-	return &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}, true
+	return &render.SpecError{Reason: ReasonApplyFailed, Message: err.Error()}, 0, true
+}
+
+// reportApplyFailure sets the status cause of an applyObjects error and returns how the
+// reconcile ends.
+func reportApplyFailure(rec recorder.EventRecorder, owner client.Object, st *statusUpdate, err error) (ctrl.Result, error) {
+	cause, recheck, retry := applyFailure(err)
+	st.reconcileErr = cause
+	if retry {
+		return ctrl.Result{}, err
+	}
+	kind := corev1.EventTypeWarning
+	if cause.Reason == ReasonRecreating {
+		kind = corev1.EventTypeNormal
+	}
+	rec.Eventf(owner, nil, kind, cause.Reason, "Reconcile", "%s", cause.Message)
+	return ctrl.Result{RequeueAfter: recheck}, nil
 }
 
 // finalize deletes the objects without an owner reference, then lets the
