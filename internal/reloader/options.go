@@ -121,7 +121,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"the Secret, when given, is watched through the API with the input's base name as its key. "+
 		"A piece is optional: when it is absent (no input file and no Secret, or the watch reports the Secret deleted), its output file is removed so that Prometheus stops loading it.")
 	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, "How to reload: http (POST --reload-url) or signal (SIGHUP to the PID in --process-pid-file).")
-	fs.StringVar(&o.ReloadURL, "reload-url", o.ReloadURL, "URL to POST to reload Prometheus.")
+	fs.StringVar(&o.ReloadURL, "reload-url", o.ReloadURL, "URL to POST to reload the server (Prometheus or Alertmanager).")
 	fs.StringVar(&o.PIDFile, "process-pid-file", o.PIDFile, "File holding the PID to send SIGHUP to (--reload-strategy=signal).")
 	fs.StringVar(&o.ListenAddress, "listen-address", o.ListenAddress, "Address for /healthz, /readyz and /metrics; empty disables the server.")
 	fs.BoolVar(&o.InitMode, "init-mode", o.InitMode, "Write the configuration and every present piece once and exit.")

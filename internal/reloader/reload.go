@@ -168,7 +168,7 @@ func (l *reloadLoop) reloadUntilSuccess(ctx context.Context) {
 		}
 		if err == nil {
 			l.metrics.reloadSucceeded(time.Now())
-			l.log.Info("Reloaded Prometheus", "attempt", attempt, "duration", time.Since(start).String())
+			l.log.Info("Reloaded", "attempt", attempt, "duration", time.Since(start).String())
 			return
 		}
 		l.metrics.reloadFailed()
