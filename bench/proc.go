@@ -91,7 +91,9 @@ func busyPercent(a, b hostCPU) float64 {
 	if b.total <= a.total {
 		return 0
 	}
-	return 100 * (b.busy - a.busy) / (b.total - a.total)
+	// busy ≤ total in ticks; summing seconds can overshoot by a rounding error when
+	// every core was busy.
+	return min(100, 100*(b.busy-a.busy)/(b.total-a.total))
 }
 
 // procSample is what /proc says about the operator at one moment.

@@ -10,12 +10,20 @@ import (
 
 func TestFindPIDByArgFindsExactlyTheProcessWithTheArgument(t *testing.T) {
 	marker := fmt.Sprintf("--bench-test-marker=%d-%d", os.Getpid(), time.Now().UnixNano())
-	cmd := exec.Command("sh", "-c", "sleep 30", marker)
+	// The shell forks for sleep (it is not the last command): between the fork and the
+	// exec, the child carries the shell's arguments too. Wait until it has exec'd.
+	cmd := exec.Command("sh", "-c", "sleep 30; exit 0", marker)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	pid, err := findPIDByArg(marker)
+	var pid int
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if pid, err = findPIDByArg(marker); err == nil {
+			break
+		}
+	}
 	if err != nil || pid != cmd.Process.Pid {
 		t.Errorf("got pid %d (%v), want %d", pid, err, cmd.Process.Pid)
 	}
