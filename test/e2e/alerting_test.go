@@ -159,18 +159,18 @@ func TestAlertingNotifiesOnceThroughPeeredAlertmanagersThenANewReceiverThenTheRe
 	// Exactly one notification for the group across the two replicas. The
 	// first replica sends at once; the other waits for the peer timeout,
 	// then finds the first one's entry in the gossiped notification log.
-	// Wait until every replica has made that decision (it has queried the
-	// log), then for one more group interval plus a margin, the most a
-	// second POST would take to arrive. This is the one wait for absence.
-	waitFor(t, "every replica has looked the group up in its notification log", func() bool {
+	// Every flush of the group (one per group interval) looks the group up in
+	// the log before it sends; a flush's POST is done before the next flush
+	// starts. So once every replica has looked it up twice, each has finished
+	// the flush that could have sent a duplicate: no sleep needed for absence.
+	waitFor(t, "every replica has flushed the group twice", func() bool {
 		for i := range am.IPs() {
-			if n, err := amMetric(am.URL(i, "/metrics"), "alertmanager_nflog_queries_total", ""); err != nil || n < 1 {
+			if n, err := amMetric(am.URL(i, "/metrics"), "alertmanager_nflog_queries_total", ""); err != nil || n < 2 {
 				return false
 			}
 		}
 		return true
 	})
-	time.Sleep(amGroupInterval + 2*time.Second)
 	if n := recv.Count(isSlack); n != 1 {
 		t.Errorf("%d Slack notifications, want 1", n)
 	}
