@@ -130,6 +130,10 @@ func Prometheus(in Inputs) (*Desired, error) {
 	if errors.As(err, &alerting) {
 		return nil, &SpecError{Reason: alerting.Reason, Message: alerting.Message}
 	}
+	var remote *scrape.RemoteError
+	if errors.As(err, &remote) {
+		return nil, &SpecError{Reason: remote.Reason, Message: remote.Message}
+	}
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidConfig", Message: err.Error()}
 	}

@@ -24,9 +24,9 @@ const emptyScrapeConfigs = "scrape_configs: []\n"
 
 // split decides where the scrape jobs go. A config up to SplitThreshold stays
 // whole (main = whole, no pieces). A larger one keeps its head (global,
-// rule_files) and its tail (alerting) in the main config, which loads the jobs
-// with scrape_config_files from ConfigPieceSlots pieces, gzipped, one Secret
-// each.
+// rule_files) and its tail (alerting, remote_write, remote_read) in the main
+// config, which loads the jobs with scrape_config_files from ConfigPieceSlots
+// pieces, gzipped, one Secret each.
 //
 // Each group (one monitor's jobs, or the additional scrape configs) goes to
 // the piece its key hashes to. So the split depends on nothing but the input

@@ -172,6 +172,12 @@ func runtimeInfo(t *testing.T) runtimeInfoData {
 // waitQuery waits until the PromQL query returns at least one series.
 func waitQuery(t *testing.T, q, what string) {
 	t.Helper()
+	waitQueryAt(t, promURL, q, what)
+}
+
+// waitQueryAt waits until the PromQL query to the Prometheus at base returns at least one series.
+func waitQueryAt(t *testing.T, base, q, what string) {
+	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var out struct {
@@ -179,13 +185,13 @@ func waitQuery(t *testing.T, q, what string) {
 				Result []json.RawMessage `json:"result"`
 			} `json:"data"`
 		}
-		getJSON(t, promURL+"/api/v1/query?query="+url.QueryEscape(q), &out)
+		getJSON(t, base+"/api/v1/query?query="+url.QueryEscape(q), &out)
 		if len(out.Data.Result) > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
 			var targets json.RawMessage
-			getJSON(t, promURL+"/api/v1/targets", &targets)
+			getJSON(t, base+"/api/v1/targets", &targets)
 			t.Fatalf("timed out waiting until %s (query %s); Prometheus targets: %s", what, q, devenv.LastBytes(targets, 2000))
 		}
 		time.Sleep(250 * time.Millisecond)

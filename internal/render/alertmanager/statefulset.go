@@ -118,21 +118,8 @@ func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error
 }
 
 func volumes(am *monitoringv1.Alertmanager) []corev1.Volume {
-	vols := []corev1.Volume{
-		{Name: volConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(am.Name)}}},
-		// Memory: the generated configuration inlines credentials; keep them off the node's disk.
-		{Name: volConfigOut, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
-		{Name: volWebConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: WebConfigSecretName(am.Name)}}},
-	}
-	if src := workload.DataVolumeSource(am.Spec.Storage); src != nil {
-		vols = append(vols, corev1.Volume{Name: dataVolumeName(am), VolumeSource: *src})
-	}
-	for _, s := range workload.Uniq(am.Spec.Secrets) {
-		vols = append(vols, corev1.Volume{Name: workload.VolumeName("secret", s), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
-	}
-	for _, c := range workload.Uniq(am.Spec.ConfigMaps) {
-		vols = append(vols, corev1.Volume{Name: workload.VolumeName("configmap", c), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
-	}
+	vols := workload.ConfigVolumes(volConfig, ConfigSecretName(am.Name), WebConfigSecretName(am.Name), dataVolumeName(am), am.Spec.Storage)
+	vols = append(vols, workload.UserVolumes(am.Spec.Secrets, am.Spec.ConfigMaps)...)
 	return append(vols, am.Spec.Volumes...)
 }
 
@@ -151,12 +138,7 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager) corev1.Container {
 		{Name: dataVolumeName(am), MountPath: storageDir, SubPath: dataSubPath(am)},
 		{Name: volWebConfig, MountPath: webConfigDir, ReadOnly: true},
 	}
-	for _, s := range workload.Uniq(am.Spec.Secrets) {
-		mounts = append(mounts, corev1.VolumeMount{Name: workload.VolumeName("secret", s), MountPath: path.Join(secretsDir, s), ReadOnly: true})
-	}
-	for _, c := range workload.Uniq(am.Spec.ConfigMaps) {
-		mounts = append(mounts, corev1.VolumeMount{Name: workload.VolumeName("configmap", c), MountPath: path.Join(configMapsDir, c), ReadOnly: true})
-	}
+	mounts = append(mounts, workload.UserMounts(am.Spec.Secrets, am.Spec.ConfigMaps, secretsDir, configMapsDir)...)
 	mounts = append(mounts, am.Spec.VolumeMounts...)
 	ports := []corev1.ContainerPort{{Name: webPortName, ContainerPort: webPort, Protocol: corev1.ProtocolTCP}}
 	if clustered(am) {

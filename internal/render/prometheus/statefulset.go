@@ -134,21 +134,8 @@ func topologySpreadConstraints(p *monitoringv1.Prometheus, shard int32) []corev1
 }
 
 func volumes(p *monitoringv1.Prometheus) []corev1.Volume {
-	vols := []corev1.Volume{
-		{Name: volConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ConfigSecretName(p.Name)}}},
-		// Memory: the generated configuration inlines credentials; keep them off the node's disk.
-		{Name: volConfigOut, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
-		{Name: volWebConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: WebConfigSecretName(p.Name)}}},
-	}
-	if src := workload.DataVolumeSource(p.Spec.Storage); src != nil {
-		vols = append(vols, corev1.Volume{Name: dataVolumeName(p), VolumeSource: *src})
-	}
-	for _, s := range workload.Uniq(p.Spec.Secrets) {
-		vols = append(vols, corev1.Volume{Name: workload.VolumeName("secret", s), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
-	}
-	for _, c := range workload.Uniq(p.Spec.ConfigMaps) {
-		vols = append(vols, corev1.Volume{Name: workload.VolumeName("configmap", c), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
-	}
+	vols := workload.ConfigVolumes(volConfig, ConfigSecretName(p.Name), WebConfigSecretName(p.Name), dataVolumeName(p), p.Spec.Storage)
+	vols = append(vols, workload.UserVolumes(p.Spec.Secrets, p.Spec.ConfigMaps)...)
 	vols = append(vols, ruleVolumes(p)...)
 	return append(vols, configPieceVolumes(p)...)
 }
@@ -160,12 +147,7 @@ func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
 		{Name: dataVolumeName(p), MountPath: storageDir, SubPath: dataSubPath(p)},
 		{Name: volWebConfig, MountPath: webConfigDir, ReadOnly: true},
 	}
-	for _, s := range workload.Uniq(p.Spec.Secrets) {
-		mounts = append(mounts, corev1.VolumeMount{Name: workload.VolumeName("secret", s), MountPath: path.Join(secretsDir, s), ReadOnly: true})
-	}
-	for _, c := range workload.Uniq(p.Spec.ConfigMaps) {
-		mounts = append(mounts, corev1.VolumeMount{Name: workload.VolumeName("configmap", c), MountPath: path.Join(configMapsDir, c), ReadOnly: true})
-	}
+	mounts = append(mounts, workload.UserMounts(p.Spec.Secrets, p.Spec.ConfigMaps, secretsDir, configMapsDir)...)
 	mounts = append(mounts, ruleMounts(p)...)
 	startupSeconds := workload.ValueOr(p.Spec.MaximumStartupDurationSeconds, defaultStartupDuration)
 	return corev1.Container{
@@ -279,11 +261,16 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 	if s.LogFormat != "" {
 		args = append(args, "--log.format="+s.LogFormat)
 	}
-	if len(s.EnableFeatures) > 0 {
-		features := make([]string, 0, len(s.EnableFeatures))
-		for _, f := range s.EnableFeatures {
-			features = append(features, string(f))
-		}
+	features := make([]string, 0, len(s.EnableFeatures)+1)
+	for _, f := range s.EnableFeatures {
+		features = append(features, string(f))
+	}
+	// Remote Write 2.0 takes the metadata it sends from the WAL; the API documents that
+	// Prometheus is then configured to write it there.
+	if remoteWriteV2(p) {
+		features = append(features, metadataWALRecordsFeature)
+	}
+	if len(features) > 0 {
 		args = append(args, "--enable-feature="+strings.Join(workload.Uniq(features), ","))
 	}
 	if s.WALCompression != nil {
@@ -355,4 +342,18 @@ func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, in
 		}, configPieceMounts()...),
 		SidecarMounts: ruleMounts(p),
 	}.Container(init)
+}
+
+// metadataWALRecordsFeature makes Prometheus write metric metadata to the WAL, where Remote
+// Write 2.0 reads it.
+const metadataWALRecordsFeature = "metadata-wal-records"
+
+// remoteWriteV2 says whether some spec.remoteWrite entry sends Remote Write 2.0 messages.
+func remoteWriteV2(p *monitoringv1.Prometheus) bool {
+	for i := range p.Spec.RemoteWrite {
+		if v := p.Spec.RemoteWrite[i].MessageVersion; v != nil && *v == monitoringv1.RemoteWriteMessageVersion2_0 {
+			return true
+		}
+	}
+	return false
 }

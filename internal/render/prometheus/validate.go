@@ -119,6 +119,11 @@ func imageSpec(p *monitoringv1.Prometheus) workload.ImageSpec {
 		Version: p.Spec.Version, DefaultBase: DefaultBaseImage, DefaultVersion: DefaultVersion}
 }
 
+// ParsedVersion is the Prometheus version p runs: spec.version, else the default.
+func ParsedVersion(p *monitoringv1.Prometheus) (workload.Version, error) {
+	return imageSpec(p).ParsedVersion()
+}
+
 func validateRetention(p *monitoringv1.Prometheus) *SpecError {
 	if r := string(p.Spec.Retention); r != "" {
 		if _, err := parseDuration(r); err != nil {

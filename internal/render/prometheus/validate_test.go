@@ -194,6 +194,13 @@ func TestFlagsFromTheSpec(t *testing.T) {
 		{"passes only the alert timing that is set", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.Rules.Alert.ResendDelay = "30s" })),
 			[]string{"--rules.alert.resend-delay=30s"}, []string{"--rules.alert.for-"}},
 		{"leaves Prometheus's alert timing by default", newPrometheus(), nil, []string{"--rules.alert."}},
+		{"writes metadata to the WAL for Remote Write 2.0, next to the features asked for", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.EnableFeatures = []monitoringv1.EnableFeature{"exemplar-storage"}
+			s.RemoteWrite = []monitoringv1.RemoteWriteSpec{{URL: "https://a.example.com"}, {URL: "https://b.example.com", MessageVersion: ptrTo(monitoringv1.RemoteWriteMessageVersion2_0)}}
+		})), []string{"--enable-feature=exemplar-storage,metadata-wal-records"}, nil},
+		{"leaves the WAL alone for Remote Write 1.0", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.RemoteWrite = []monitoringv1.RemoteWriteSpec{{URL: "https://a.example.com", MessageVersion: ptrTo(monitoringv1.RemoteWriteMessageVersion1_0)}}
+		})), nil, []string{"--enable-feature"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

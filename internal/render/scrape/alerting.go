@@ -225,17 +225,9 @@ func (g *generator) alertmanager(field string, am *monitoringv1.AlertmanagerEndp
 			return nil, reject(ReasonInvalidConfig, "%s.namespace: must not be empty; leave it out for the Prometheus's namespace", field)
 		}
 	}
-	var auths []string
-	for _, a := range []struct {
-		name string
-		set  bool
-	}{{"basicAuth", am.BasicAuth != nil}, {"bearerTokenFile", am.BearerTokenFile != ""}, {"authorization", am.Authorization != nil}, {"sigv4", am.Sigv4 != nil}} {
-		if a.set {
-			auths = append(auths, a.name)
-		}
-	}
-	if len(auths) > 1 {
-		return nil, reject(ReasonInvalidConfig, "%s: %s cannot be set together; choose one", field, strings.Join(auths, " and "))
+	if rej := exclusive(field, []namedSet{{"basicAuth", am.BasicAuth != nil}, {"bearerTokenFile", am.BearerTokenFile != ""},
+		{"authorization", am.Authorization != nil}, {"sigv4", am.Sigv4 != nil}}); rej != nil {
+		return nil, rej
 	}
 	if err := am.ProxyConfig.Validate(); err != nil {
 		return nil, reject(ReasonInvalidConfig, "%s: %v", field, err)

@@ -33,6 +33,8 @@ type Cache struct {
 	additional [sha256.Size]byte
 	// The alerting section last accepted under this generator, by content.
 	alerting [sha256.Size]byte
+	// The remote_write and remote_read sections last accepted under this generator, by content.
+	remote [sha256.Size]byte
 
 	// Hits and Misses count the monitors of the last Generate call taken from the Cache and
 	// rendered; for tests and metrics.

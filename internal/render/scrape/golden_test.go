@@ -256,6 +256,7 @@ func goldenCases() map[string]Input {
 	maps.Copy(cases, scrapeConfigGoldenCases())
 	maps.Copy(cases, additionalGoldenCases())
 	maps.Copy(cases, alertingGoldenCases())
+	maps.Copy(cases, remoteGoldenCases())
 	return cases
 }
 

@@ -137,13 +137,7 @@ func (g *generator) endpointHTTP(job *scrapeJob, ns, field string, scheme *monit
 		hc.BearerTokenSecret == nil && bearerTokenFile == "":
 		// The scrape class's credentials apply only when the endpoint brings none of its own;
 		// they live in the Prometheus's namespace.
-		ca := class.Authorization
-		if err := ca.Validate(); err != nil {
-			return reject(ReasonInvalidConfig, "scrapeClass %q authorization: %v", class.Name, err)
-		}
-		if ca.CredentialsFile != "" {
-			job.Authorization = &authorization{Type: authType(ca.Type), CredentialsFile: ca.CredentialsFile}
-		} else if job.Authorization, rej = g.authorization(g.prom.Namespace, fmt.Sprintf("scrapeClass %q authorization", class.Name), &ca.SafeAuthorization); rej != nil {
+		if job.Authorization, rej = g.authorizationWithFile(g.prom.Namespace, fmt.Sprintf("scrapeClass %q authorization", class.Name), class.Authorization); rej != nil {
 			return rej
 		}
 	}
@@ -194,6 +188,18 @@ func (g *generator) authorization(ns, field string, a *monitoringv1.SafeAuthoriz
 		return nil, rej
 	}
 	return &authorization{Type: authType(a.Type), Credentials: creds}, nil
+}
+
+// authorizationWithFile renders an Authorization whose credentials come from a Secret in
+// namespace ns or from a file in the Prometheus container.
+func (g *generator) authorizationWithFile(ns, field string, a *monitoringv1.Authorization) (*authorization, *rejection) {
+	if err := a.Validate(); err != nil {
+		return nil, reject(ReasonInvalidConfig, "%s: %v", field, err)
+	}
+	if a.CredentialsFile != "" {
+		return &authorization{Type: authType(a.Type), CredentialsFile: a.CredentialsFile}, nil
+	}
+	return g.authorization(ns, field, &a.SafeAuthorization)
 }
 
 func (g *generator) proxy(ns, field string, pc *monitoringv1.ProxyConfig) (proxyConfig, *rejection) {

@@ -79,8 +79,8 @@ type Verdict struct {
 type Result struct {
 	// Head is the part of the config before scrape_configs (global, rule_files); Groups are the
 	// items of scrape_configs, one per accepted monitor with jobs plus the additional scrape
-	// configs, in the config's order; Tail is what follows scrape_configs (alerting), empty when
-	// nothing does. Config() puts them together.
+	// configs, in the config's order; Tail is what follows scrape_configs (alerting, remote_write,
+	// remote_read), empty when nothing does. Config() puts them together.
 	Head   []byte
 	Groups []Group
 	Tail   []byte
@@ -145,8 +145,9 @@ func reject(reason, format string, args ...any) *rejection {
 // Generate renders prometheus.yaml. It returns an error only when the whole config cannot be
 // produced (e.g. the Prometheus spec itself is invalid: bad scrapeInterval, bad externalLabels);
 // a bad monitor is rejected on its own through its Verdict and the rest still ship. Bad
-// additional scrape configs give an *AdditionalConfigError, and an alerting section that cannot
-// be rendered an *AlertingError, returned as they are.
+// additional scrape configs give an *AdditionalConfigError, an alerting section that cannot
+// be rendered an *AlertingError, and remote write or read that cannot a *RemoteError, returned
+// as they are.
 func Generate(in Input) (*Result, error) {
 	if in.Prometheus == nil {
 		return nil, errors.New("render scrape config: no Prometheus given")
@@ -159,6 +160,9 @@ func Generate(in Input) (*Result, error) {
 		}
 		if ae, ok := err.(*AlertingError); ok {
 			return nil, ae
+		}
+		if re, ok := err.(*RemoteError); ok {
+			return nil, re
 		}
 		return nil, fmt.Errorf("render scrape config for Prometheus %s: %w", key, err)
 	}
@@ -215,7 +219,7 @@ func generate(in Input) (*Result, error) {
 		cache.entries = map[types.UID]*cacheEntry{}
 	}
 	if key, ok := generatorKey(g); !ok || key != cache.generator {
-		cache.generator, cache.additional, cache.alerting = key, [32]byte{}, [32]byte{}
+		cache.generator, cache.additional, cache.alerting, cache.remote = key, [32]byte{}, [32]byte{}, [32]byte{}
 		clear(cache.entries)
 	}
 	cache.Hits, cache.Misses = 0, 0
@@ -224,6 +228,11 @@ func generate(in Input) (*Result, error) {
 	if alertErr != nil {
 		return nil, alertErr
 	}
+	remote, remoteErr := g.remote(cache)
+	if remoteErr != nil {
+		return nil, remoteErr
+	}
+	tail = append(tail, remote...)
 
 	monitors := g.monitors(in)
 	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)), Head: g.globalYAML, Tail: tail}

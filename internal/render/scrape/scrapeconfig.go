@@ -452,11 +452,5 @@ func httpSDURL(field, raw string) *rejection {
 // refreshInterval validates a discovery config's refreshInterval; empty leaves Prometheus's
 // default.
 func refreshInterval(field string, d *monitoringv1.Duration) (string, *rejection) {
-	if d == nil || *d == "" {
-		return "", nil
-	}
-	if _, err := parseDuration(string(*d)); err != nil {
-		return "", reject(ReasonInvalidDuration, "%s.refreshInterval: %v", field, err)
-	}
-	return string(*d), nil
+	return optionalDuration(field+".refreshInterval", d)
 }

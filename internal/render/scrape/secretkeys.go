@@ -8,9 +8,9 @@ import (
 // SecretKeys returns the "namespace/name" of every Secret Generate may read for in, sorted and
 // unique: those referenced by the monitors of every kind, ScrapeConfigs and their HTTP and
 // Kubernetes discovery configs included (credentials, OAuth2, TLS, proxy headers), looked up in
-// each monitor's namespace, and those of the Prometheus's scrape class
-// authorizations and alertmanager endpoints, looked up in the Prometheus's. The caller fetches
-// them into Input.Secrets.
+// each monitor's namespace, and those of the Prometheus's scrape class authorizations,
+// alertmanager endpoints and remote write and read endpoints, looked up in the Prometheus's. The
+// caller fetches them into Input.Secrets.
 func SecretKeys(in Input) []string {
 	keys := map[string]struct{}{}
 	walkReferences(in, referenceVisitor{
@@ -195,11 +195,40 @@ func walkReferences(in Input, v referenceVisitor) {
 				r.basicAuth(am.BasicAuth)
 				r.authorization(am.Authorization)
 				r.proxy(&am.ProxyConfig)
-				if s := am.Sigv4; s != nil {
-					r.secret(s.AccessKey)
-					r.secret(s.SecretKey)
-				}
+				r.sigv4(am.Sigv4)
 			}
 		}
+		for i := range p.Spec.RemoteWrite {
+			rw := &p.Spec.RemoteWrite[i]
+			r.remote(rw.BasicAuth, rw.Authorization, rw.OAuth2, rw.TLSConfig, &rw.ProxyConfig)
+			r.sigv4(rw.Sigv4)
+			if az := rw.AzureAD; az != nil && az.OAuth != nil {
+				r.secret(&az.OAuth.ClientSecret)
+			}
+		}
+		for i := range p.Spec.RemoteRead {
+			rr := &p.Spec.RemoteRead[i]
+			r.remote(rr.BasicAuth, rr.Authorization, rr.OAuth2, rr.TLSConfig, &rr.ProxyConfig)
+		}
 	}
+}
+
+func (r refs) sigv4(s *monitoringv1.Sigv4) {
+	if s != nil {
+		r.secret(s.AccessKey)
+		r.secret(s.SecretKey)
+	}
+}
+
+// remote walks the HTTP client of a remote write or read endpoint.
+func (r refs) remote(ba *monitoringv1.BasicAuth, a *monitoringv1.Authorization, o *monitoringv1.OAuth2, t *monitoringv1.TLSConfig, pc *monitoringv1.ProxyConfig) {
+	var safe *monitoringv1.SafeAuthorization
+	if a != nil {
+		safe = &a.SafeAuthorization
+	}
+	var safeTLS *monitoringv1.SafeTLSConfig
+	if t != nil {
+		safeTLS = &t.SafeTLSConfig
+	}
+	r.sdHTTP(ba, safe, o, safeTLS, pc)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -387,4 +388,45 @@ func OwnerReference(kind, name string, uid types.UID, controller bool) metav1.Ow
 		ref.BlockOwnerDeletion = Ptr(true)
 	}
 	return ref
+}
+
+// ConfigVolumes are the volumes every workload's pod has for its generated configuration:
+// the config Secret (volume configVolume), an in-memory emptyDir the reloader writes the
+// expanded config to ("config-out": it inlines credentials, so it stays off the node's
+// disk), the web-config Secret ("web-config") and, unless spec.storage is a claim
+// template, the data volume dataVolume.
+func ConfigVolumes(configVolume, configSecret, webConfigSecret, dataVolume string, storage *monitoringv1.StorageSpec) []corev1.Volume {
+	vols := []corev1.Volume{
+		{Name: configVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: configSecret}}},
+		{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+		{Name: "web-config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: webConfigSecret}}},
+	}
+	if src := DataVolumeSource(storage); src != nil {
+		vols = append(vols, corev1.Volume{Name: dataVolume, VolumeSource: *src})
+	}
+	return vols
+}
+
+// UserVolumes are the volumes of spec.secrets and spec.configMaps, one per name.
+func UserVolumes(secrets, configMaps []string) []corev1.Volume {
+	var vols []corev1.Volume
+	for _, s := range Uniq(secrets) {
+		vols = append(vols, corev1.Volume{Name: VolumeName("secret", s), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
+	}
+	for _, c := range Uniq(configMaps) {
+		vols = append(vols, corev1.Volume{Name: VolumeName("configmap", c), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c}}}})
+	}
+	return vols
+}
+
+// UserMounts mount UserVolumes read-only at <secretsDir>/<name> and <configMapsDir>/<name>.
+func UserMounts(secrets, configMaps []string, secretsDir, configMapsDir string) []corev1.VolumeMount {
+	var mounts []corev1.VolumeMount
+	for _, s := range Uniq(secrets) {
+		mounts = append(mounts, corev1.VolumeMount{Name: VolumeName("secret", s), MountPath: path.Join(secretsDir, s), ReadOnly: true})
+	}
+	for _, c := range Uniq(configMaps) {
+		mounts = append(mounts, corev1.VolumeMount{Name: VolumeName("configmap", c), MountPath: path.Join(configMapsDir, c), ReadOnly: true})
+	}
+	return mounts
 }
