@@ -153,7 +153,8 @@ func (g *generator) podEndpointJob(mc *monitorContext, i int, ep *monitoringv1.P
 }
 
 // podPortFilter is the rule keeping only the endpoint's container port, and the value of the
-// `endpoint` label. port wins over portNumber, which wins over the deprecated targetPort. With
+// `endpoint` label (none for portNumber, as with the existing operator). port wins over
+// portNumber, which wins over the deprecated targetPort. With
 // none of them there is no filter: every declared container port is a target, as with the
 // existing operator.
 func podPortFilter(field string, ep *monitoringv1.PodMetricsEndpoint) (*relabelRule, string, *rejection) {
@@ -178,7 +179,10 @@ func podPortFilter(field string, ep *monitoringv1.PodMetricsEndpoint) (*relabelR
 	case ep.Port != nil && *ep.Port != "":
 		return byName("port", *ep.Port)
 	case ep.PortNumber != nil:
-		return byNumber("portNumber", *ep.PortNumber)
+		// The existing operator sets no endpoint label for portNumber: keep the series'
+		// identity.
+		rule, _, rej := byNumber("portNumber", *ep.PortNumber)
+		return rule, "", rej
 	case ep.TargetPort != nil && ep.TargetPort.Type == intstr.Int:
 		return byNumber("targetPort", ep.TargetPort.IntVal)
 	case ep.TargetPort != nil:
