@@ -50,8 +50,6 @@ func ValidateServiceMonitor(sm *monitoringv1.ServiceMonitor) field.ErrorList {
 			}
 		case ep.TargetPort != nil:
 			errs = append(errs, validateTargetPort(p.Child("targetPort"), *ep.TargetPort)...)
-		default:
-			errs = append(errs, field.Required(p.Child("port"), "an endpoint names the Service port to scrape (port) or the pod's container port (targetPort)"))
 		}
 		errs = append(errs, validateIntervalAndTimeout(p, string(ep.Interval), string(ep.ScrapeTimeout), "interval")...)
 		errs = append(errs, validateRelabelConfigs(p.Child("relabelings"), ep.RelabelConfigs)...)

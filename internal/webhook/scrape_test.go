@@ -122,9 +122,8 @@ func TestValidateServiceMonitor(t *testing.T) {
 			want: []string{`spec.endpoints[0].relabelings[0]: Invalid value: "labeldrop": labeldrop action requires only 'regex', and no other fields`},
 		},
 		{
-			name: "rejects an endpoint that names neither port nor targetPort",
+			name: "admits an endpoint that names neither port nor targetPort (every port is scraped)",
 			sm:   serviceMonitor(endpoint("web"), endpoint("")),
-			want: []string{"spec.endpoints[1].port: Required value: an endpoint names the Service port to scrape (port) or the pod's container port (targetPort)"},
 		},
 		{
 			name: "rejects a port name that is no Service port name",

@@ -27,7 +27,7 @@ const (
 )
 
 // Labels that the existing operator puts on Prometheus pods and StatefulSet selectors
-// (COMPAT.md). They must stay exactly like this: a StatefulSet selector is immutable.
+// (docs/compatibility.md). They must stay exactly like this: a StatefulSet selector is immutable.
 const (
 	labelAppName    = "app.kubernetes.io/name"
 	labelInstance   = "app.kubernetes.io/instance"

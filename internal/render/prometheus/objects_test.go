@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TestCompatibleWithExistingOperator checks the names and labels COMPAT.md lists: a
+// TestCompatibleWithExistingOperator checks the names and labels docs/compatibility.md lists: a
 // StatefulSet, PVC or Service that differs would lose data or break the migration.
 func TestCompatibleWithExistingOperator(t *testing.T) {
 	cases := []struct {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Paths inside the pods (COMPAT.md, "Container wiring").
+// Paths inside the pods, as the existing operator lays them out (docs/compatibility.md).
 const (
 	configDir         = "/etc/prometheus/config"
 	configOutDir      = "/etc/prometheus/config_out"

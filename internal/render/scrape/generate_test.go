@@ -228,9 +228,22 @@ func TestGenerateVerdicts(t *testing.T) {
 			},
 		},
 		{
-			name: "rejects an endpoint that names neither port nor targetPort",
+			name: "scrapes every port, with no endpoint label, when an endpoint names neither port nor targetPort (as the existing operator does)",
 			in:   newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withEndpoints(endpoint(port("")))))),
-			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidPort, msgContains: []string{"endpoints[0]: neither port nor targetPort is set"}}},
+			want: []wantVerdict{{key: "default/app"}},
+			check: func(t *testing.T, res *Result) {
+				j := jobNamed(t, parse(t, res.Config()), "serviceMonitor/default/app/0")
+				for _, r := range j.RelabelConfigs {
+					for _, l := range r.SourceLabels {
+						if strings.Contains(l, "port_name") || strings.Contains(l, "port_number") {
+							t.Errorf("a port filter on %s: %+v", l, r)
+						}
+					}
+					if r.TargetLabel == "endpoint" {
+						t.Errorf("an endpoint label: %+v", r)
+					}
+				}
+			},
 		},
 		{
 			name: "rejects a targetPort number outside 1-65535",
@@ -402,7 +415,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			in: newInput(newPrometheus(), monitors(
 				newServiceMonitor("apps", "own"),
 				newServiceMonitor("apps", "listed", withNamespaceSelector(monitoringv1.NamespaceSelector{MatchNames: []string{"web", "db", "web"}})),
-				newServiceMonitor("secret-ns", "rejected", withNamespaceSelector(monitoringv1.NamespaceSelector{Any: true}), withEndpoints(endpoint(port("")))),
+				newServiceMonitor("secret-ns", "rejected", withNamespaceSelector(monitoringv1.NamespaceSelector{Any: true}), withEndpoints(endpoint(port("Bad_Port")))),
 			)),
 			want: []wantVerdict{{key: "apps/listed"}, {key: "apps/own"}, {key: "secret-ns/rejected", reason: ReasonInvalidPort}},
 			check: func(t *testing.T, res *Result) {

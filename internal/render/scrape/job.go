@@ -1,7 +1,7 @@
 package scrape
 
 // The types below mirror the parts of Prometheus's scrape_config this package writes. Field
-// order is the order written, which COMPAT.md fixes; Prometheus's own config types are not
+// order is the order written, the existing operator's (docs/compatibility.md); Prometheus's own config types are not
 // used for output because their marshalers redact secrets and reorder fields.
 
 // scrapeJob is one entry of scrape_configs.

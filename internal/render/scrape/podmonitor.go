@@ -120,7 +120,7 @@ func (g *generator) podEndpointJob(mc *monitorContext, i int, ep *monitoringv1.P
 		return nil, rej
 	}
 
-	// The ServiceMonitor order (COMPAT.md, relabel_configs 1–11) without the Service's steps.
+	// The ServiceMonitor order without the Service's steps.
 	rules := make([]*relabelRule, 0, 14+len(mc.selectorRules)+len(mc.labelRules)+len(mc.classRelabel)+len(userRelabel))
 	rules = append(rules, copyRule("job", "__tmp_prometheus_job_name"))
 	rules = append(rules, mc.selectorRules...)

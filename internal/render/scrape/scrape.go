@@ -177,7 +177,7 @@ type monitor struct {
 	jobs      func() ([]*scrapeJob, discovery, *rejection)
 }
 
-// monitors lists the input in the order COMPAT.md fixes (kindOrder), each kind sorted by
+// monitors lists the input in the existing operator's order (kindOrder), each kind sorted by
 // namespace/name.
 func (g *generator) monitors(in Input) []monitor {
 	sms, pms, probes := sortedObjects(in.ServiceMonitors), sortedObjects(in.PodMonitors), sortedObjects(in.Probes)

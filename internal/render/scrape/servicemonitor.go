@@ -147,12 +147,14 @@ func (g *generator) endpointJob(mc *monitorContext, i int, ep *monitoringv1.Endp
 		return nil, rej
 	}
 
-	// The order is part of the compatibility contract (COMPAT.md, relabel_configs 1–11).
+	// The order is the existing operator's and part of the compatibility contract (docs/compatibility.md).
 	meta := mc.meta
 	rules := make([]*relabelRule, 0, 16+len(mc.selectorRules)+len(mc.labelRules)+len(mc.classRelabel)+len(userRelabel))
 	rules = append(rules, copyRule("job", "__tmp_prometheus_job_name"))
 	rules = append(rules, mc.selectorRules...)
-	rules = append(rules, portRule)
+	if portRule != nil {
+		rules = append(rules, portRule)
+	}
 	rules = append(rules,
 		&relabelRule{SourceLabels: []string{meta.targetKind, meta.targetName}, Separator: ptr(";"), TargetLabel: "node", Regex: ptr("Node;(.*)"), Replacement: ptr("${1}")},
 		&relabelRule{SourceLabels: []string{meta.targetKind, meta.targetName}, Separator: ptr(";"), TargetLabel: "pod", Regex: ptr("Pod;(.*)"), Replacement: ptr("${1}")},
@@ -166,7 +168,9 @@ func (g *generator) endpointJob(mc *monitorContext, i int, ep *monitoringv1.Endp
 	}
 	rules = append(rules, mc.labelRules...)
 	rules = append(rules, mc.jobRules...)
-	rules = append(rules, setRule("endpoint", endpointLabel))
+	if endpointLabel != "" {
+		rules = append(rules, setRule("endpoint", endpointLabel))
+	}
 	rules = append(rules, mc.classRelabel...)
 	rules = append(rules, userRelabel...)
 	if mc.enforceNS {
@@ -179,7 +183,8 @@ func (g *generator) endpointJob(mc *monitorContext, i int, ep *monitoringv1.Endp
 	return job, nil
 }
 
-// portFilter is the rule keeping only the endpoint's port, and the value of the `endpoint` label.
+// portFilter is the rule keeping only the endpoint's port, and the value of the `endpoint` label;
+// neither when the endpoint names no port.
 func (g *generator) portFilter(mc *monitorContext, field string, ep *monitoringv1.Endpoint) (*relabelRule, string, *rejection) {
 	switch {
 	case ep.Port != "":
@@ -202,5 +207,7 @@ func (g *generator) portFilter(mc *monitorContext, field string, ep *monitoringv
 		}
 		return keepRule(name, "__meta_kubernetes_pod_container_port_name"), name, nil
 	}
-	return nil, "", reject(ReasonInvalidPort, "%s: neither port nor targetPort is set; one is required to pick the port to scrape", field)
+	// Neither: every port of the Service's endpoints is a target, with no endpoint label,
+	// as with the existing operator.
+	return nil, "", nil
 }
