@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v2"
@@ -39,8 +40,11 @@ type additionalJob struct {
 	check []byte // check, for this job alone
 }
 
-// additionalJobs parses the additional scrape configs; nil when there are none.
-func additionalJobs(raw []byte) (*additional, *AdditionalConfigError) {
+// additionalJobs parses the additional scrape configs; nil when there are none. With more
+// than one shard, each job that does not shard itself (no hashmod relabeling) gets the
+// sharding rules the generated jobs have, as with the existing operator: otherwise every
+// shard would scrape all its targets.
+func additionalJobs(raw []byte, shards uint64) (*additional, *AdditionalConfigError) {
 	jobs, msg := yamlList(raw, "scrape config", "job_name")
 	if msg != "" {
 		return nil, additionalError("%s", msg)
@@ -51,6 +55,10 @@ func additionalJobs(raw []byte) (*additional, *AdditionalConfigError) {
 	out := &additional{jobs: make([]additionalJob, len(jobs))}
 	checked := make([]yaml.MapSlice, len(jobs))
 	for i, job := range jobs {
+		if shards > 1 {
+			jobs[i] = withSharding(job, shards)
+			job = jobs[i]
+		}
 		for _, item := range job {
 			if key, _ := item.Key.(string); key == "job_name" {
 				out.jobs[i].name = fmt.Sprint(item.Value)
@@ -155,4 +163,35 @@ func unlinkedSD(key string) bool {
 	}
 	linked, known := linkedSD()[name]
 	return known && !linked
+}
+
+// withSharding appends the sharding rules to job's relabel_configs unless it has a hashmod
+// rule of its own.
+func withSharding(job yaml.MapSlice, shards uint64) yaml.MapSlice {
+	idx := -1
+	var rules []any
+	for i, item := range job {
+		if key, _ := item.Key.(string); key == "relabel_configs" {
+			idx = i
+			rules, _ = item.Value.([]any)
+		}
+	}
+	for _, r := range rules {
+		m, _ := r.(yaml.MapSlice)
+		for _, kv := range m {
+			if key, _ := kv.Key.(string); key == "action" && strings.EqualFold(fmt.Sprint(kv.Value), "hashmod") {
+				return job
+			}
+		}
+	}
+	rules = slices.Clone(rules)
+	for _, r := range shardingRules(shards, "__address__") {
+		rules = append(rules, r)
+	}
+	out := slices.Clone(job)
+	if idx < 0 {
+		return append(out, yaml.MapItem{Key: "relabel_configs", Value: rules})
+	}
+	out[idx].Value = rules
+	return out
 }

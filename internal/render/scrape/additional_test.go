@@ -3,6 +3,7 @@ package scrape
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -45,48 +46,77 @@ func additionalGoldenCases() map[string]Input {
 }
 
 func TestGenerateAppendsAdditionalScrapeConfigsAsGiven(t *testing.T) {
-	in := withAdditional(withScrapeConfigs(newInput(newPrometheus(withShards(2), withPromSpec(func(s *monitoringv1.PrometheusSpec) {
-		s.EnforcedNamespaceLabel = "tenant"
-		s.EnforcedSampleLimit = ptr(int64(100))
-	})), monitors(newServiceMonitor("default", "app"))), newScrapeConfig("default", "nodes")), additionalNodeExporter)
-	res, err := Generate(in)
-	if err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	cfg := mustLoad(t, res.Config())
-	var names []string
-	for _, sc := range cfg.ScrapeConfigs {
-		names = append(names, sc.JobName)
-	}
-	if want := []string{"serviceMonitor/default/app/0", "scrapeConfig/default/nodes", "node-exporter", "kubelet"}; !slices.Equal(names, want) {
-		t.Fatalf("jobs = %v, want %v", names, want)
-	}
+	for _, shards := range []int32{1, 2} {
+		t.Run(fmt.Sprintf("%d shards", shards), func(t *testing.T) {
+			in := withAdditional(withScrapeConfigs(newInput(newPrometheus(withShards(shards), withPromSpec(func(s *monitoringv1.PrometheusSpec) {
+				s.EnforcedNamespaceLabel = "tenant"
+				s.EnforcedSampleLimit = ptr(int64(100))
+			})), monitors(newServiceMonitor("default", "app"))), newScrapeConfig("default", "nodes")), additionalNodeExporter+additionalSelfSharded)
+			res, err := Generate(in)
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			cfg := mustLoad(t, res.Config())
+			var names []string
+			for _, sc := range cfg.ScrapeConfigs {
+				names = append(names, sc.JobName)
+			}
+			if want := []string{"serviceMonitor/default/app/0", "scrapeConfig/default/nodes", "node-exporter", "kubelet", "self-sharded"}; !slices.Equal(names, want) {
+				t.Fatalf("jobs = %v, want %v", names, want)
+			}
 
-	// The additional jobs are exactly what was given: same keys and values, nothing added.
-	var doc struct {
-		ScrapeConfigs []yaml.MapSlice `yaml:"scrape_configs"`
-	}
-	if err := yaml.Unmarshal(res.Config(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	var given []yaml.MapSlice
-	if err := yaml.Unmarshal([]byte(additionalNodeExporter), &given); err != nil {
-		t.Fatal(err)
-	}
-	got := doc.ScrapeConfigs[2:]
-	gotYAML, _ := yaml.Marshal(got)
-	givenYAML, _ := yaml.Marshal(given)
-	if !bytes.Equal(gotYAML, givenYAML) {
-		t.Errorf("additional jobs changed:\n--- got\n%s--- given\n%s", gotYAML, givenYAML)
-	}
-	if ne := cfg.ScrapeConfigs[2]; len(ne.RelabelConfigs) != 1 || len(ne.MetricRelabelConfigs) != 0 || ne.SampleLimit != 0 {
-		t.Errorf("something was added to the additional job: %d relabelings, %d metric relabelings, sample_limit %d",
-			len(ne.RelabelConfigs), len(ne.MetricRelabelConfigs), ne.SampleLimit)
-	}
-	if string(cfg.ScrapeConfigs[2].HTTPClientConfig.BasicAuth.Password) != "s3cret" {
-		t.Error("the additional job's password was not kept")
+			// The additional jobs are what was given: same keys and values; with several
+			// shards, the sharding rules are appended to the relabelings of the jobs that do
+			// not shard themselves, and nothing else is added.
+			var doc struct {
+				ScrapeConfigs []yaml.MapSlice `yaml:"scrape_configs"`
+			}
+			if err := yaml.Unmarshal(res.Config(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var given []yaml.MapSlice
+			if err := yaml.Unmarshal([]byte(additionalNodeExporter+additionalSelfSharded), &given); err != nil {
+				t.Fatal(err)
+			}
+			got := doc.ScrapeConfigs[2:]
+			if shards > 1 {
+				for i := range given[:2] {
+					given[i] = withSharding(given[i], uint64(shards))
+				}
+			}
+			gotYAML, _ := yaml.Marshal(got)
+			givenYAML, _ := yaml.Marshal(given)
+			if !bytes.Equal(gotYAML, givenYAML) {
+				t.Errorf("additional jobs changed:\n--- got\n%s--- given\n%s", gotYAML, givenYAML)
+			}
+			wantRelabel := map[int32]int{1: 1, 2: 4}[shards]
+			if ne := cfg.ScrapeConfigs[2]; len(ne.RelabelConfigs) != wantRelabel || len(ne.MetricRelabelConfigs) != 0 || ne.SampleLimit != 0 {
+				t.Errorf("node-exporter: %d relabelings (want %d), %d metric relabelings, sample_limit %d",
+					len(ne.RelabelConfigs), wantRelabel, len(ne.MetricRelabelConfigs), ne.SampleLimit)
+			}
+			if self := cfg.ScrapeConfigs[4]; len(self.RelabelConfigs) != 2 {
+				t.Errorf("a job that shards itself got %d relabelings, want its own 2", len(self.RelabelConfigs))
+			}
+			if string(cfg.ScrapeConfigs[2].HTTPClientConfig.BasicAuth.Password) != "s3cret" {
+				t.Error("the additional job's password was not kept")
+			}
+		})
 	}
 }
+
+// additionalSelfSharded is a job that shards its targets itself.
+const additionalSelfSharded = `- job_name: self-sharded
+  static_configs:
+  - targets: ['10.0.0.3:9100']
+  relabel_configs:
+  - source_labels: [__address__]
+    modulus: 4
+    target_label: __tmp_hash
+    action: hashmod
+  - source_labels: [__tmp_hash]
+    regex: $(SHARD)
+    action: keep
+`
 
 func TestGenerateWithoutAdditionalScrapeConfigs(t *testing.T) {
 	base := newInput(newPrometheus(), monitors(newServiceMonitor("default", "app")))

@@ -172,3 +172,13 @@ func shardingRules(shards uint64, source string) []*relabelRule {
 		keepRule(shardPlaceholder+";|.+;.+", "__tmp_hash", "__tmp_disable_sharding"),
 	}
 }
+
+// hasHashmod reports whether rules shard the targets themselves.
+func hasHashmod(rules []*relabelRule) bool {
+	for _, r := range rules {
+		if strings.EqualFold(r.Action, string(relabel.HashMod)) {
+			return true
+		}
+	}
+	return false
+}

@@ -45,10 +45,10 @@ type Input struct {
 	RuleFiles []string
 	// AdditionalScrapeConfigs is the content of the Secret key the Prometheus's
 	// spec.additionalScrapeConfigs names, read by the caller; nil or empty means none. It must be
-	// a YAML list of scrape configs. Its jobs are written after all generated ones as given:
-	// nothing is added to them, neither sharding nor the enforced namespace label or limits, so
-	// with several shards every shard scrapes all their targets unless they shard themselves
-	// ($(SHARD) is substituted in them too). Kubernetes discovery they use is not in
+	// a YAML list of scrape configs. Its jobs are written after all generated ones as given,
+	// except that with several shards a job without a hashmod relabeling of its own gets the
+	// sharding rules (neither the enforced namespace label nor limits are added; $(SHARD) is
+	// substituted in them too). Kubernetes discovery they use is not in
 	// Result.Namespaces. When they do not parse or Prometheus refuses them, Generate returns an
 	// *AdditionalConfigError.
 	AdditionalScrapeConfigs []byte
@@ -207,7 +207,7 @@ func generate(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	extra, aerr := additionalJobs(in.AdditionalScrapeConfigs)
+	extra, aerr := additionalJobs(in.AdditionalScrapeConfigs, g.shards)
 	if aerr != nil {
 		return nil, aerr
 	}

@@ -148,7 +148,11 @@ func (g *generator) scrapeConfigJobs(sc *monitoringv1alpha1.ScrapeConfig) ([]*sc
 	if mc.enforceNS {
 		rules = append(rules, setRule(g.prom.Spec.EnforcedNamespaceLabel, sc.Namespace))
 	}
-	rules = append(rules, shardingRules(g.shards, "__address__")...)
+	// A job that shards itself (a hashmod relabeling of its own) is left to it: a second
+	// hashmod would re-hash the first one's result.
+	if !hasHashmod(userRelabel) {
+		rules = append(rules, shardingRules(g.shards, "__address__")...)
+	}
 	job.RelabelConfigs = rules
 
 	g.finishJob(job, mc, userMetric)

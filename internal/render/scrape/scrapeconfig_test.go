@@ -533,3 +533,29 @@ func TestUnsupportedDiscoveryNamesEveryOtherField(t *testing.T) {
 		}
 	}
 }
+
+// TestScrapeConfigThatShardsItselfGetsNoSecondHashmod: a ScrapeConfig whose relabelings
+// carry a hashmod of their own is left to shard itself; the others get the sharding rules.
+func TestScrapeConfigThatShardsItselfGetsNoSecondHashmod(t *testing.T) {
+	self := newScrapeConfig("default", "self", withSCSpec(func(s *monitoringv1alpha1.ScrapeConfigSpec) {
+		s.RelabelConfigs = []monitoringv1.RelabelConfig{{
+			SourceLabels: []monitoringv1.LabelName{"__address__"}, Modulus: 4, TargetLabel: "__tmp_hash", Action: "hashmod",
+		}}
+	}))
+	res, err := Generate(withScrapeConfigs(newInput(newPrometheus(withShards(3)), nil), self, newScrapeConfig("default", "plain")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mustLoad(t, res.Config())
+	for _, sc := range cfg.ScrapeConfigs {
+		n := 0
+		for _, r := range sc.RelabelConfigs {
+			if r.Action == "hashmod" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d hashmod rules, want 1", sc.JobName, n)
+		}
+	}
+}
