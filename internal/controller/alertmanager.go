@@ -43,6 +43,8 @@ type AlertmanagerReconciler struct {
 	Live     client.Reader
 	Applier  *apply.Applier
 	Recorder recorder.EventRecorder
+	// Bindings writes status.bindings off the reconcile (nil: at once, in unit tests).
+	Bindings *bindingQueue
 	Options  Options
 
 	gather *gather.Cluster
@@ -135,7 +137,10 @@ func (r *AlertmanagerReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	st.reconciled = true
 	// Accepted now means "in the configuration the Alertmanager was handed".
-	return ctrl.Result{}, writeBindings(ctx, r.Client, am, &mem.bound, alertmanagerConfigLists, desired.Verdicts, selected)
+	verdicts := desired.Verdicts
+	return ctrl.Result{}, r.Bindings.submit(ctx, "Alertmanager/"+am.Namespace+"/"+am.Name, func(ctx context.Context) error {
+		return writeBindings(ctx, r.Client, am, &mem.bound, alertmanagerConfigLists, verdicts, selected)
+	})
 }
 
 // finalize removes the Alertmanager's bindings from every AlertmanagerConfig,
@@ -144,8 +149,10 @@ func (r *AlertmanagerReconciler) finalize(ctx context.Context, am *monitoringv1.
 	if !controllerutil.ContainsFinalizer(am, Finalizer) {
 		return nil
 	}
-	mem.bound = nil
-	if err := writeBindings(ctx, r.Client, am, &mem.bound, alertmanagerConfigLists, nil, nil); err != nil {
+	if err := r.Bindings.submitAndWait(ctx, "Alertmanager/"+am.Namespace+"/"+am.Name, func(ctx context.Context) error {
+		mem.bound = nil
+		return writeBindings(ctx, r.Client, am, &mem.bound, alertmanagerConfigLists, nil, nil)
+	}); err != nil {
 		return fmt.Errorf("remove the bindings of Alertmanager %s: %w", klog.KObj(am), err)
 	}
 	if err := removeFinalizer(ctx, r.Client, am); err != nil {

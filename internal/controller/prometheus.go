@@ -46,6 +46,8 @@ type PrometheusReconciler struct {
 	Live     client.Reader
 	Applier  *apply.Applier
 	Recorder recorder.EventRecorder
+	// Bindings writes status.bindings off the reconcile (nil: at once, in unit tests).
+	Bindings *bindingQueue
 	Options  Options
 
 	gather *gather.Cluster
@@ -153,13 +155,14 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return reportApplyFailure(r.Recorder, p, st, err)
 	}
 	st.reconciled = true
-	// Accepted now means "in the configuration Prometheus was handed".
-	err = r.writeBindings(ctx, p, desired.Verdicts, selected)
+	// Accepted now means "in the configuration Prometheus was handed". The bindings are
+	// written off this reconcile: the next change does not wait for them.
+	verdicts := desired.Verdicts
+	err = r.Bindings.submit(ctx, "Prometheus/"+p.Namespace+"/"+p.Name, func(ctx context.Context) error {
+		return r.writeBindings(ctx, p, verdicts, selected)
+	})
 	phases.done("bindings")
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, err
 }
 
 // render gathers and renders; it also returns the selected objects keyed
@@ -343,7 +346,9 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, p *monitoringv1.Pro
 	if _, err := r.Applier.Prune(ctx, "", labels, "", nil, rbacKinds); err != nil {
 		return fmt.Errorf("clean up after Prometheus %s: %w", klog.KObj(p), err)
 	}
-	if err := r.writeBindings(ctx, p, nil, nil); err != nil {
+	if err := r.Bindings.submitAndWait(ctx, "Prometheus/"+p.Namespace+"/"+p.Name, func(ctx context.Context) error {
+		return r.writeBindings(ctx, p, nil, nil)
+	}); err != nil {
 		return fmt.Errorf("remove the bindings of Prometheus %s: %w", klog.KObj(p), err)
 	}
 	if err := removeFinalizer(ctx, r.Client, p); err != nil {

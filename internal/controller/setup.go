@@ -39,12 +39,18 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Scheme:   mgr.GetScheme(),
 		Cached:   cachedKinds,
 	}
+	// One queue for the status.bindings of every owner, off the reconciles.
+	bindings := newBindingQueue()
+	if err := mgr.Add(bindings); err != nil {
+		return err
+	}
 	r := &PrometheusReconciler{
 		Client:   mgr.GetClient(),
 		Live:     mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("lookout"),
 		Options:  opts,
 		Applier:  applier,
+		Bindings: bindings,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
@@ -55,6 +61,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Recorder: mgr.GetEventRecorder("lookout"),
 		Options:  opts,
 		Applier:  applier,
+		Bindings: bindings,
 	}
 	return am.SetupWithManager(mgr)
 }
