@@ -111,6 +111,9 @@ func markdownTable(rs []Result) string {
 		}
 		return f1(r.ConvergePatchMeanMs)
 	})
+	row("changes in the first minute after the config was complete (back to back)", "", changes(func(r Result) string { return num(float64(r.EarlyChangeSamples)) }))
+	row("first minute: change → job in config, p50 (ms)", "", changes(func(r Result) string { return num(r.EarlyChangeP50Ms) }))
+	row("**first minute: worst change → job in config (ms)**", "≤ 1000 (S1)", changes(func(r Result) string { return "**" + num(r.EarlyChangeMaxMs) + "**" }))
 	row("change samples (monitor created, controller idle)", "", changes(func(r Result) string { return num(float64(r.ChangeSamples)) }))
 	row("**change → job in config, p50 (ms)**", "", changes(func(r Result) string { return "**" + num(r.ChangeP50Ms) + "**" }))
 	row("**change → job in config, p99 (ms)**", "≤ 50 (S1)", changes(func(r Result) string { return "**" + num(r.ChangeP99Ms) + "**" }))
