@@ -75,7 +75,7 @@ func (r *rotator) applyConfiguration(ctx context.Context, caBundle []byte) error
 	if err := r.client.Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply ValidatingWebhookConfiguration %s: %w", r.opts.ConfigurationName, err)
 	}
-	return nil
+	return r.applyConversion(ctx, caBundle)
 }
 
 // syncCertificates makes the Secret hold a CA and a serving certificate

@@ -242,6 +242,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("certificates are not managed by Lookout, but %s holds no usable tls.crt and tls.key: %w", opts.CertDir, err)
 	}
 
+	convert, err := conversionHandler(mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	server.Register(ConversionPath, convert)
 	for _, k := range kinds {
 		server.Register(k.path(), &admission.Webhook{
 			Handler: &handler{},
