@@ -39,6 +39,9 @@ type operatorOptions struct {
 	kubeAPIBurst            int
 	leaderElect             bool
 	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
 	logFormat               string
 	logLevel                string
 	workers                 int
@@ -73,6 +76,9 @@ func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000, "Requests this client may send in a burst above --kube-api-qps")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: $POD_NAMESPACE, else default)")
+	f.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby waits before taking over the Lease of a leader that stopped renewing it (a leader that exits cleanly releases it at once)")
+	f.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew the Lease before it gives up leadership; less than the lease duration")
+	f.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease")
 	f.StringVar(&o.logFormat, "log-format", "json", "Log format: json or text")
 	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error")
 	f.IntVar(&o.workers, "workers", 4, "Concurrent reconciles per controller")
@@ -157,6 +163,9 @@ func runOperator(o operatorOptions) error {
 		LeaderElectionID:              "lookout-operator-leader",
 		LeaderElectionNamespace:       leNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.leaseDuration,
+		RenewDeadline:                 &o.renewDeadline,
+		RetryPeriod:                   &o.retryPeriod,
 		GracefulShutdownTimeout:       ptrDuration(15 * time.Second),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets and ConfigMaps are cached as metadata only; a typed
@@ -211,6 +220,10 @@ func (o operatorOptions) validate() error {
 	}
 	if o.kubeAPIBurst <= 0 {
 		return fmt.Errorf("--kube-api-burst must be greater than 0, got %d", o.kubeAPIBurst)
+	}
+	if o.retryPeriod <= 0 || o.renewDeadline <= o.retryPeriod || o.leaseDuration <= o.renewDeadline {
+		return fmt.Errorf("leader election needs 0 < --leader-election-retry-period (%v) < --leader-election-renew-deadline (%v) < --leader-election-lease-duration (%v)",
+			o.retryPeriod, o.renewDeadline, o.leaseDuration)
 	}
 	return nil
 }

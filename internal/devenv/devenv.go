@@ -137,6 +137,17 @@ func StartOperator(ctx context.Context, bin, kubeconfig, logPath string, extraAr
 	return o, nil
 }
 
+// Kill sends SIGKILL, as a node failure or the OOM killer would: nothing is released,
+// nothing is flushed. It waits until the process is gone.
+func (o *Operator) Kill() {
+	_ = o.cmd.Process.Kill()
+	<-o.done
+	o.logFile.Close()
+}
+
+// Exited is closed when the process has ended.
+func (o *Operator) Exited() <-chan struct{} { return o.done }
+
 // Stop sends SIGTERM (the operator releases its lease) and waits.
 func (o *Operator) Stop() {
 	_ = o.cmd.Process.Signal(syscall.SIGTERM)
