@@ -176,15 +176,30 @@ func TestAReconcileWithNothingToChangeWritesNothing(t *testing.T) {
 	}
 }
 
-func TestDriftOnTheStatefulSetIsReverted(t *testing.T) {
+// TestDriftOnTheStatefulSetAndTheConfigIsReverted: another writer edits the owned
+// StatefulSet and config Secret; each is reverted within two writes, and then nothing
+// more is written: no hot loop.
+func TestDriftOnTheStatefulSetAndTheConfigIsReverted(t *testing.T) {
 	ns := newNamespace(t)
 	p := newPrometheus(ns, "drift")
 	mustCreate(t, p)
 	key := client.ObjectKey{Namespace: ns, Name: "prometheus-drift"}
 	var sts appsv1.StatefulSet
-	eventually(t, "the StatefulSet exists", func() (bool, error) { return k8s.Get(testCtx, key, &sts) == nil, nil })
+	var secret corev1.Secret
+	eventually(t, "the StatefulSet and the config exist", func() (bool, error) {
+		return k8s.Get(testCtx, key, &sts) == nil && k8s.Get(testCtx, key, &secret) == nil, nil
+	})
+	eventually(t, "the Prometheus is Reconciled", func() (bool, error) {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
+			return false, err
+		}
+		c := condition(p, monitoringv1.Reconciled)
+		return c != nil && c.Status == monitoringv1.ConditionTrue, nil
+	})
+	wantConfig := string(secret.Data["prometheus.yaml.gz"])
+	before := writes.Load()
 
-	// Someone scales it and edits the retention flag by hand.
+	// Someone scales it, edits the retention flag by hand and tampers with the config.
 	patch := client.MergeFrom(sts.DeepCopy())
 	sts.Spec.Replicas = ptr.To[int32](5)
 	for i := range sts.Spec.Template.Spec.Containers {
@@ -198,11 +213,15 @@ func TestDriftOnTheStatefulSetIsReverted(t *testing.T) {
 	if err := k8s.Patch(testCtx, &sts, patch); err != nil {
 		t.Fatal(err)
 	}
+	update(t, &secret, func(s *corev1.Secret) { s.Data["prometheus.yaml.gz"] = []byte("tampered") })
 	eventually(t, "the drift is reverted", func() (bool, error) {
 		if err := k8s.Get(testCtx, key, &sts); err != nil {
 			return false, err
 		}
-		if *sts.Spec.Replicas != 1 {
+		if err := k8s.Get(testCtx, key, &secret); err != nil {
+			return false, err
+		}
+		if *sts.Spec.Replicas != 1 || string(secret.Data["prometheus.yaml.gz"]) != wantConfig {
 			return false, nil
 		}
 		for _, c := range sts.Spec.Template.Spec.Containers {
@@ -212,6 +231,30 @@ func TestDriftOnTheStatefulSetIsReverted(t *testing.T) {
 		}
 		return true, nil
 	})
+	count := func(since int64, kind string) int {
+		n := 0
+		for _, w := range writesSince(since, ns) {
+			if strings.Contains(w, kind) && strings.HasSuffix(w, ns+"/prometheus-drift") {
+				n++
+			}
+		}
+		return n
+	}
+	t.Logf("writes while reverting: %v", writesSince(before, ns))
+	if n := count(before, "StatefulSet"); n > 2 {
+		t.Errorf("%d writes to revert the StatefulSet, want at most 2: %v", n, writesSince(before, ns))
+	}
+	if n := count(before, "Secret"); n > 2 {
+		t.Errorf("%d writes to revert the config Secret, want at most 2: %v", n, writesSince(before, ns))
+	}
+
+	// No hot loop: a further reconcile (a label on the Prometheus) writes neither.
+	reverted, beforeReconciles := writes.Load(), reconciles(t)
+	update(t, p, func(p *monitoringv1.Prometheus) { p.Labels = map[string]string{"touched": "yes"} })
+	eventually(t, "a reconcile ran", func() (bool, error) { return reconciles(t) > beforeReconciles, nil })
+	if n := count(reverted, "StatefulSet") + count(reverted, "Secret"); n != 0 {
+		t.Errorf("writes after the revert: %v", writesSince(reverted, ns))
+	}
 }
 
 func TestABadServiceMonitorIsRejectedAloneWithAnEvent(t *testing.T) {
