@@ -652,3 +652,20 @@ func secretNamed(t *testing.T, objs []client.Object, name string) *corev1.Secret
 	t.Fatalf("no Secret %q", name)
 	return nil
 }
+
+// TestQueryLimitsOfZeroAreNotFlags: 0 in spec.query means Prometheus's default, as with the
+// existing operator; written as a flag, --query.max-samples=0 would refuse every query.
+func TestQueryLimitsOfZeroAreNotFlags(t *testing.T) {
+	for _, n := range []int32{0, 5} {
+		p := newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.Query = &monitoringv1.QuerySpec{MaxSamples: ptrTo(n)}
+		}))
+		args := only(t, find[*appsv1.StatefulSet](mustObjects(t, p, newOptions()))).Spec.Template.Spec.Containers[0].Args
+		for _, flag := range []string{"--query.max-samples="} {
+			has := slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, flag) })
+			if has != (n > 0) {
+				t.Errorf("query limits %d: flag %s present = %v in %v", n, flag, has, args)
+			}
+		}
+	}
+}

@@ -291,7 +291,9 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 		if q.MaxConcurrency != nil {
 			args = append(args, "--query.max-concurrency="+strconv.Itoa(int(*q.MaxConcurrency)))
 		}
-		if q.MaxSamples != nil {
+		// maxSamples 0 means "Prometheus's default", as with the existing operator; as a
+		// flag it would refuse every query.
+		if q.MaxSamples != nil && *q.MaxSamples > 0 {
 			args = append(args, "--query.max-samples="+strconv.Itoa(int(*q.MaxSamples)))
 		}
 		if q.Timeout != nil {
