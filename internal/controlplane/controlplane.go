@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +62,12 @@ type ControlPlane struct {
 	ownsDir bool
 	procs   []*process
 	pki     *pki
+
+	etcdURL  string
+	api      *process
+	apiBin   string
+	apiArgs  []string
+	restarts int
 }
 
 // Start builds missing binaries, then starts etcd, kube-apiserver and (unless
@@ -172,6 +179,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
+	cp.etcdURL, cp.api, cp.apiBin, cp.apiArgs = etcdURL, api, bins["kube-apiserver"], apiArgs
 	if err := waitHTTP(ctx, api, cp.Host+"/readyz", cp.adminTLS(), opts.ReadyTimeout); err != nil {
 		return nil, err
 	}
@@ -210,6 +218,61 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	fmt.Fprintf(logw, "control plane ready in %s at %s (kubeconfig %s)\n", time.Since(start).Round(10*time.Millisecond), cp.Host, cp.KubeconfigPath)
 	return cp, nil
+}
+
+// RestartAPIServer stops kube-apiserver (every client's connections and watches break),
+// runs whileDown (nil: nothing), starts it again on the same port with the same
+// certificates and etcd, and waits until it is ready.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context, whileDown func(context.Context) error) error {
+	cp.api.stop(10 * time.Second)
+	if whileDown != nil {
+		if err := whileDown(ctx); err != nil {
+			return err
+		}
+	}
+	cp.restarts++
+	api, err := cp.spawn(fmt.Sprintf("kube-apiserver-%d", cp.restarts), cp.apiBin, cp.apiArgs...)
+	if err != nil {
+		return err
+	}
+	cp.api = api
+	return waitHTTP(ctx, api, cp.Host+"/readyz", cp.adminTLS(), 2*time.Minute)
+}
+
+// CompactEtcd compacts etcd's history up to its current revision: a watch that resumes
+// from an older resourceVersion gets 410 Gone and its client must list again.
+func (cp *ControlPlane) CompactEtcd(ctx context.Context) error {
+	post := func(path, body string) (map[string]any, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, cp.etcdURL+path, strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("etcd %s: %s: %v", path, resp.Status, out)
+		}
+		return out, nil
+	}
+	// The current revision is in the header of any read.
+	out, err := post("/v3/kv/range", `{"key":"AA=="}`)
+	if err != nil {
+		return err
+	}
+	header, _ := out["header"].(map[string]any)
+	rev, _ := header["revision"].(string)
+	if rev == "" {
+		return fmt.Errorf("etcd gave no revision: %v", out)
+	}
+	_, err = post("/v3/kv/compaction", fmt.Sprintf(`{"revision":%q,"physical":true}`, rev))
+	return err
 }
 
 // Stop terminates the components (newest first) and removes a temporary

@@ -408,3 +408,31 @@ func jobs(ctx context.Context, ns string) int {
 	}
 	return n
 }
+
+// TestTheOperatorRidesOutAnAPIServerRestartAndACompactedHistory: churn, then
+// kube-apiserver goes away and etcd's history is compacted while it is down, so every
+// watch the operator resumes gets 410 Gone and must list again; more churn after it is
+// back. The operator converges on every monitor, and a clean run writes nothing.
+func TestTheOperatorRidesOutAnAPIServerRestartAndACompactedHistory(t *testing.T) {
+	const monitors = 300
+	ns := newNamespace(t)
+	if err := k8s.Create(testCtx, newPrometheus(ns)); err != nil {
+		t.Fatal(err)
+	}
+	// A lease that outlives the restart: a leader that cannot renew within its deadline
+	// exits on purpose (its Deployment restarts it), which is another test's subject.
+	op := startOperator(t, "survivor", "--leader-election-lease-duration=60s", "--leader-election-renew-deadline=45s", "--leader-election-retry-period=2s")
+	createMonitors(t, ns, 0, monitors/2, 0, nil)
+	if err := cp.RestartAPIServer(testCtx, cp.CompactEtcd); err != nil {
+		t.Fatalf("restart kube-apiserver: %v", err)
+	}
+	createMonitors(t, ns, monitors/2, monitors, 0, nil)
+	waitConverged(t, ns, monitors, 2*time.Minute)
+	select {
+	case <-op.Exited():
+		t.Fatal("the operator exited during the apiserver restart")
+	default:
+	}
+	op.Stop()
+	assertCleanRunWritesNothing(t, ns)
+}
