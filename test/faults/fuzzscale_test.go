@@ -1,4 +1,4 @@
-package integration
+package faults
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	promconfig "github.com/prometheus/prometheus/config"
+	// The loader knows the discovery mechanisms linked in: the ones Lookout writes.
+	_ "github.com/prometheus/prometheus/discovery/kubernetes"
 	"go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,15 +24,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads: thousands of generated
+// TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads: 10,000 generated
 // ServiceMonitors and PrometheusRules, valid and invalid mixed (bad regexes, bad ports,
-// missing Secrets, PromQL that does not parse), go through the controllers on the real
+// missing Secrets, PromQL that does not parse), go through the operator binary on the real
 // apiserver. Whatever the apiserver admits gets a binding, every rejected one with a
 // reason; the generated config, pieces included, loads in Prometheus's config package; the
-// controllers do not panic (they run in this process: a panic fails the test binary).
+// operator does not crash. It runs last in this package and on its own control plane: its
+// load would distort other suites' timings.
 func TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads(t *testing.T) {
 	const monitors, rules = 9000, 1000
 	ns := newNamespace(t)
+	// Without the webhook, so that every invalid object reaches the controllers.
+	op := startOperator(t, "fuzz", "--webhook=false")
 	rng := rand.New(rand.NewPCG(42, 7)) // fixed seed: a failure reproduces
 	type object struct {
 		obj   client.Object
@@ -38,7 +43,7 @@ func TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads(t *testing.T) {
 	}
 	var objs []object
 	for i := range monitors {
-		sm := newServiceMonitor(ns, fmt.Sprintf("sm-%04d", i))
+		sm := newServiceMonitor(ns, i)
 		valid := true
 		switch rng.IntN(6) {
 		case 1:
@@ -65,17 +70,18 @@ func TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads(t *testing.T) {
 			expr, valid = "rate(", false
 		}
 		objs = append(objs, object{&monitoringv1.PrometheusRule{
-			ObjectMeta: metaName(ns, fmt.Sprintf("rule-%03d", i)),
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("rule-%03d", i)},
 			Spec: monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{Name: fmt.Sprintf("g%d", i), Rules: []monitoringv1.Rule{
 				{Alert: fmt.Sprintf("Fuzz%d", i), Expr: intstr.FromString(expr)},
 			}}}},
 		}, valid})
 		objs[len(objs)-1].obj.SetLabels(map[string]string{"team": "a"})
 	}
-	p := newPrometheus(ns, "fuzz", func(p *monitoringv1.Prometheus) {
-		p.Spec.RuleSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
-	})
-	mustCreate(t, p)
+	p := newPrometheus(ns)
+	p.Spec.RuleSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	if err := k8s.Create(testCtx, p); err != nil {
+		t.Fatal(err)
+	}
 
 	// Create with a few writers; what the apiserver refuses (its schema) is not the
 	// operator's to judge and is left out.
@@ -108,7 +114,7 @@ func TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads(t *testing.T) {
 	var verdicts map[string]*monitoringv1.ConfigResourceCondition
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		verdicts = bindingsIn(t, ns, "fuzz")
+		verdicts = bindingsIn(t, ns, "main")
 		if len(verdicts) == len(admitted) || time.Now().After(deadline) {
 			break
 		}
@@ -128,7 +134,7 @@ func TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads(t *testing.T) {
 	}
 
 	// The config, with its pieces put back in, loads in Prometheus's config package.
-	cfg := fullConfig(t, ns, "fuzz")
+	cfg := fullConfig(t, ns, "main")
 	loaded, err := promconfig.Load(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("Prometheus refuses the generated config: %v", err)
@@ -141,6 +147,11 @@ func TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads(t *testing.T) {
 	}
 	if len(loaded.ScrapeConfigs) < accepted {
 		t.Errorf("%d jobs loaded, want at least one per accepted ServiceMonitor (%d)", len(loaded.ScrapeConfigs), accepted)
+	}
+	select {
+	case <-op.Exited():
+		t.Fatal("the operator exited")
+	default:
 	}
 }
 
