@@ -50,11 +50,7 @@ func renderAlertmanagers(ctx context.Context, c client.Reader, o RenderOptions, 
 			if i > 0 {
 				fmt.Fprintln(out, "---")
 			}
-			objs := make([]client.Object, len(d.Objects))
-			for j, obj := range d.Objects {
-				objs[j] = obj
-			}
-			err = writeObjects(out, objs)
+			err = writeObjects(out, d.Objects)
 		default:
 			return fmt.Errorf("output %q does not apply to an Alertmanager: want alertmanager, objects or verdicts", o.Output)
 		}

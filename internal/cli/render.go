@@ -140,7 +140,7 @@ func selectByKey[T any, PT interface {
 
 // writeObjects prints objects as `kubectl apply` would take them: no status,
 // no unset fields.
-func writeObjects(out io.Writer, objs []client.Object) error {
+func writeObjects[T runtime.Object](out io.Writer, objs []T) error {
 	for i, obj := range objs {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {

@@ -12,10 +12,11 @@ import (
 	"io"
 	"sync"
 
+	"github.com/lookout-operator/lookout/internal/render/workload"
+
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/rules"
@@ -69,7 +70,7 @@ func NewCache() *Cache { return &Cache{Scrape: scrape.NewCache()} }
 // Desired is the rendered state of one Prometheus.
 type Desired struct {
 	// Objects in dependency order.
-	Objects []client.Object
+	Objects []workload.Object
 	// Verdicts, one per selected monitor.
 	Verdicts []scrape.Verdict
 	scrape   *scrape.Result

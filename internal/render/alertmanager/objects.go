@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lookout-operator/lookout/internal/render/workload"
@@ -26,10 +25,7 @@ type Options struct {
 }
 
 // Object is what Objects returns: a typed Kubernetes object.
-type Object interface {
-	metav1.Object
-	runtime.Object
-}
+type Object = workload.Object
 
 // Objects renders every object of one Alertmanager, in the order they are applied: the
 // reloader's Role and RoleBinding, the config and web-config Secrets, the governing

@@ -12,15 +12,16 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // marshalObjects renders objects as one multi-document YAML stream, the form
 // `lookout render` prints.
-func marshalObjects(t *testing.T, objs []client.Object) []byte {
+func marshalObjects(t *testing.T, objs []workload.Object) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	for i, o := range objs {

@@ -5,7 +5,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 // fakeConfig stands in for the gzipped prometheus.yaml: this package never reads it.
@@ -126,7 +127,7 @@ func serviceAccountExists() optsOption {
 	return func(o *Options) { o.ServiceAccountExists = true }
 }
 
-func mustObjects(t testingT, p *monitoringv1.Prometheus, opts Options) []client.Object {
+func mustObjects(t testingT, p *monitoringv1.Prometheus, opts Options) []workload.Object {
 	t.Helper()
 	objs, err := Objects(p, opts)
 	if err != nil {
@@ -142,7 +143,7 @@ type testingT interface {
 }
 
 // find returns the objects of a kind, in order.
-func find[T client.Object](objs []client.Object) []T {
+func find[T workload.Object](objs []workload.Object) []T {
 	var out []T
 	for _, o := range objs {
 		if t, ok := o.(T); ok {

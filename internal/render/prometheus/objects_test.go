@@ -12,7 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 // TestCompatibleWithExistingOperator checks the names and labels docs/compatibility.md lists: a
@@ -21,12 +22,12 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 	cases := []struct {
 		name  string
 		p     *monitoringv1.Prometheus
-		check func(t *testing.T, objs []client.Object)
+		check func(t *testing.T, objs []workload.Object)
 	}{
 		{
 			name: "names the StatefulSet prometheus-<name> and selects pods with the existing operator's labels",
 			p:    newPrometheus(),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				sts := only(t, find[*appsv1.StatefulSet](objs))
 				if sts.Name != "prometheus-k8s" {
 					t.Errorf("StatefulSet name = %q, want prometheus-k8s", sts.Name)
@@ -61,7 +62,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 		{
 			name: "names shard N prometheus-<name>-shard-N with its own shard label and SHARD variable",
 			p:    newPrometheus(withShards(3)),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				sets := find[*appsv1.StatefulSet](objs)
 				var names []string
 				for i, sts := range sets {
@@ -82,7 +83,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 		{
 			name: "names the PVC template prometheus-<name>-db and keeps the TSDB in its prometheus-db sub path",
 			p:    newPrometheus(withShards(2), withVolumeClaimTemplate("fast", "10Gi")),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				for _, sts := range find[*appsv1.StatefulSet](objs) {
 					tmpl := only(t, sts.Spec.VolumeClaimTemplates)
 					if tmpl.Name != "prometheus-k8s-db" {
@@ -111,7 +112,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 			p: newPrometheus(withVolumeClaimTemplate("fast", "10Gi"), withSpec(func(s *monitoringv1.PrometheusSpec) {
 				s.Storage.VolumeClaimTemplate.Name = "data"
 			})),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				sts := only(t, find[*appsv1.StatefulSet](objs))
 				if got := only(t, sts.Spec.VolumeClaimTemplates).Name; got != "data" {
 					t.Errorf("PVC template %q, want data", got)
@@ -124,7 +125,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 		{
 			name: "mounts an emptyDir named prometheus-<name>-db without sub path when there is no storage",
 			p:    newPrometheus(),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				sts := only(t, find[*appsv1.StatefulSet](objs))
 				if len(sts.Spec.VolumeClaimTemplates) > 0 {
 					t.Errorf("unexpected PVC templates %v", sts.Spec.VolumeClaimTemplates)
@@ -143,7 +144,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 			p: newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
 				s.ServiceName = ptrTo("prom-headless")
 			})),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				if got := only(t, find[*appsv1.StatefulSet](objs)).Spec.ServiceName; got != "prom-headless" {
 					t.Errorf("serviceName = %q", got)
 				}
@@ -155,7 +156,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 		{
 			name: "creates no prometheus-<name> Service unless annotated",
 			p:    newPrometheus(),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				for _, svc := range find[*corev1.Service](objs) {
 					if svc.Name != "prometheus-operated" {
 						t.Errorf("unexpected Service %s", svc.Name)
@@ -168,7 +169,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 			p: newPrometheus(withShards(2), func(p *monitoringv1.Prometheus) {
 				p.Annotations = map[string]string{AnnotationService: "true"}
 			}),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				gov := serviceNamed(t, objs, "prometheus-operated")
 				if p := only(t, gov.Spec.Ports); p.Name != "web" || p.Port != 9090 {
 					t.Errorf("governing port %s %d, want web 9090", p.Name, p.Port)
@@ -202,7 +203,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 		{
 			name: "stores the config in Secret prometheus-<name> key prometheus.yaml.gz and the web config next to it",
 			p:    newPrometheus(),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				cfg := secretNamed(t, objs, "prometheus-k8s")
 				if !bytes.Equal(cfg.Data["prometheus.yaml.gz"], fakeConfig) {
 					t.Errorf("config Secret data %v", cfg.Data)
@@ -216,7 +217,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 		{
 			name: "wires the reloader between the config Secret and config_out",
 			p:    newPrometheus(),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				pod := only(t, find[*appsv1.StatefulSet](objs)).Spec.Template.Spec
 				if v := volume(t, pod.Volumes, "config"); v.Secret == nil || v.Secret.SecretName != "prometheus-k8s" {
 					t.Errorf("config volume %+v", v.VolumeSource)
@@ -262,7 +263,7 @@ func TestCompatibleWithExistingOperator(t *testing.T) {
 		{
 			name: "merges podMetadata labels without letting them override the selector",
 			p:    newPrometheus(withPodMetadata(map[string]string{"team": "a", "prometheus": "other", "app.kubernetes.io/managed-by": "helm"}, nil)),
-			check: func(t *testing.T, objs []client.Object) {
+			check: func(t *testing.T, objs []workload.Object) {
 				l := only(t, find[*appsv1.StatefulSet](objs)).Spec.Template.Labels
 				if l["team"] != "a" || l["prometheus"] != "k8s" || l["app.kubernetes.io/managed-by"] != "prometheus-operator" {
 					t.Errorf("pod labels %v", l)
@@ -471,7 +472,7 @@ func TestServiceAccount(t *testing.T) {
 			var got string
 			if sas := find[*corev1.ServiceAccount](objs); len(sas) > 0 {
 				got = only(t, sas).Name
-				if objs[0] != client.Object(sas[0]) {
+				if objs[0] != workload.Object(sas[0]) {
 					t.Errorf("the ServiceAccount is not the first object")
 				}
 			}
@@ -631,7 +632,7 @@ func envValue(c corev1.Container, name string) string {
 	return ""
 }
 
-func serviceNamed(t *testing.T, objs []client.Object, name string) *corev1.Service {
+func serviceNamed(t *testing.T, objs []workload.Object, name string) *corev1.Service {
 	t.Helper()
 	for _, s := range find[*corev1.Service](objs) {
 		if s.Name == name {
@@ -642,7 +643,7 @@ func serviceNamed(t *testing.T, objs []client.Object, name string) *corev1.Servi
 	return nil
 }
 
-func secretNamed(t *testing.T, objs []client.Object, name string) *corev1.Secret {
+func secretNamed(t *testing.T, objs []workload.Object, name string) *corev1.Secret {
 	t.Helper()
 	for _, s := range find[*corev1.Secret](objs) {
 		if s.Name == name {

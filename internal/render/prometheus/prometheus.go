@@ -8,8 +8,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lookout-operator/lookout/internal/render/workload"
+
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Options are the inputs of Objects that do not come from the Prometheus object.
@@ -57,7 +58,7 @@ type Options struct {
 // shared governing Service, see Shared); the others carry AnnotationOwner.
 //
 // A spec Validate refuses gives its *SpecError. The result shares no memory with p or opts.
-func Objects(p *monitoringv1.Prometheus, opts Options) ([]client.Object, error) {
+func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error) {
 	if err := Validate(p); err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]client.Object, error) 
 		return nil, errors.New("render Prometheus " + p.Namespace + "/" + p.Name + ": no reloader image given")
 	}
 
-	var out []client.Object
+	var out []workload.Object
 	if sa := serviceAccount(p, opts); sa != nil {
 		out = append(out, sa)
 	}
@@ -114,7 +115,7 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]client.Object, error) 
 		if i >= rbacStart && i < rbacStart+len(rbac) {
 			continue
 		}
-		out[i] = obj.DeepCopyObject().(client.Object)
+		out[i] = obj.DeepCopyObject().(workload.Object)
 	}
 	return out, nil
 }

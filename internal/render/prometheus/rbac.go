@@ -5,11 +5,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lookout-operator/lookout/internal/render/workload"
+
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 var readVerbs = []string{"get", "list", "watch"}
@@ -47,10 +48,10 @@ func reloaderRules(p *monitoringv1.Prometheus) []rbacv1.PolicyRule {
 // rbacObjects returns the ClusterRole and ClusterRoleBinding (when discovery spans all
 // namespaces or nodes), then a Role and RoleBinding per namespace, the Prometheus's own
 // first (it always has one, for the reloader) and the others sorted.
-func rbacObjects(p *monitoringv1.Prometheus, opts Options) []client.Object {
+func rbacObjects(p *monitoringv1.Prometheus, opts Options) []workload.Object {
 	name := RBACName(p)
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName(p), Namespace: p.Namespace}}
-	var out []client.Object
+	var out []workload.Object
 
 	var clusterRules []rbacv1.PolicyRule
 	if opts.AllNamespaces {
@@ -138,10 +139,10 @@ func serviceAccount(p *monitoringv1.Prometheus, opts Options) *corev1.ServiceAcc
 // treated as read-only. A nil RBACCache builds them every time.
 type RBACCache struct {
 	key  string
-	objs []client.Object
+	objs []workload.Object
 }
 
-func (c *RBACCache) objects(p *monitoringv1.Prometheus, opts Options) []client.Object {
+func (c *RBACCache) objects(p *monitoringv1.Prometheus, opts Options) []workload.Object {
 	if c == nil {
 		return copied(rbacObjects(p, opts))
 	}
@@ -156,9 +157,9 @@ func (c *RBACCache) objects(p *monitoringv1.Prometheus, opts Options) []client.O
 }
 
 // copied deep-copies objects built from p's and opts's slices and maps.
-func copied(objs []client.Object) []client.Object {
+func copied(objs []workload.Object) []workload.Object {
 	for i, o := range objs {
-		objs[i] = o.DeepCopyObject().(client.Object)
+		objs[i] = o.DeepCopyObject().(workload.Object)
 	}
 	return objs
 }

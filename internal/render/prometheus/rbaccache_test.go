@@ -4,13 +4,13 @@ import (
 	"reflect"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 func TestRBACCacheHandsBackTheSameObjectsUntilAnInputChanges(t *testing.T) {
 	p := newPrometheus()
 	cache := &RBACCache{}
-	render := func(o Options) []client.Object {
+	render := func(o Options) []workload.Object {
 		t.Helper()
 		objs, err := Objects(p, o)
 		if err != nil {
@@ -25,8 +25,8 @@ func TestRBACCacheHandsBackTheSameObjectsUntilAnInputChanges(t *testing.T) {
 		}
 		return objs
 	}
-	rbacOf := func(objs []client.Object) map[string]client.Object {
-		out := map[string]client.Object{}
+	rbacOf := func(objs []workload.Object) map[string]workload.Object {
+		out := map[string]workload.Object{}
 		for _, o := range objs {
 			if k := o.GetObjectKind().GroupVersionKind().Kind; k == "Role" || k == "RoleBinding" {
 				out[k+"/"+o.GetNamespace()] = o

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lookout-operator/lookout/internal/render/workload"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 func TestValidateRejects(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"maps"
 	"math"
 	"regexp"
@@ -307,4 +309,11 @@ const LabelShared = "lookout.dev/shared"
 // whichever owner came last would delete the object under the others.
 func Shared(obj interface{ GetLabels() map[string]string }) bool {
 	return obj.GetLabels()[LabelShared] == "true"
+}
+
+// Object is what the renderers return: a typed Kubernetes object. It has the method set of
+// controller-runtime's client.Object without the dependency: render stays pure.
+type Object interface {
+	metav1.Object
+	runtime.Object
 }
