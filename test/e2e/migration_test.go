@@ -65,24 +65,11 @@ func TestADeletedRuleLeftByTheExistingOperatorDoesNotFireAfterTheSwitch(t *testi
 	})
 	runPrometheusPod(t, ns, "main")
 	waitFor(t, "the current rule fires", func() bool {
-		var out struct {
-			Data struct {
-				Alerts []struct {
-					Labels map[string]string `json:"labels"`
-					State  string            `json:"state"`
-				} `json:"alerts"`
-			} `json:"data"`
+		states := alertStates(t)
+		if state, ok := states["DeletedRule"]; ok {
+			t.Fatalf("the deleted rule is loaded (%s)", state)
 		}
-		getJSON(t, promURL+"/api/v1/alerts", &out)
-		for _, a := range out.Data.Alerts {
-			if a.Labels["alertname"] == "DeletedRule" {
-				t.Fatalf("the deleted rule fires: %v", a)
-			}
-			if a.Labels["alertname"] == "CurrentRule" && a.State == "firing" {
-				return true
-			}
-		}
-		return false
+		return states["CurrentRule"] == "firing"
 	})
 	if groups := ruleGroups(t); contains(groups, "deleted") || !contains(groups, "current") {
 		t.Errorf("rule groups %v: want current, not deleted", groups)

@@ -45,23 +45,7 @@ func TestRulesAreLoadedAlertsFireAndAnInvalidRuleIsRefusedOrRejectedAlone(t *tes
 	pod := runPrometheusPod(t, ns, "main")
 
 	waitQuery(t, `lookout_e2e:one == 1`, "the recorded series exists")
-	waitFor(t, "the alert fires", func() bool {
-		var out struct {
-			Data struct {
-				Alerts []struct {
-					Labels map[string]string `json:"labels"`
-					State  string            `json:"state"`
-				} `json:"alerts"`
-			} `json:"data"`
-		}
-		getJSON(t, promURL+"/api/v1/alerts", &out)
-		for _, a := range out.Data.Alerts {
-			if a.Labels["alertname"] == "AlwaysFiring" && a.State == "firing" {
-				return true
-			}
-		}
-		return false
-	})
+	waitFor(t, "the alert fires", func() bool { return alertStates(t)["AlwaysFiring"] == "firing" })
 	if groups := ruleGroups(t); !contains(groups, "lookout-e2e") {
 		t.Fatalf("rule groups %v, want lookout-e2e", groups)
 	}
@@ -170,4 +154,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func ptrDuration(d string) *monitoringv1.Duration {
 	x := monitoringv1.Duration(d)
 	return &x
+}
+
+// alertStates is the state of every alert Prometheus holds, by alert name.
+func alertStates(t *testing.T) map[string]string {
+	t.Helper()
+	var out struct {
+		Data struct {
+			Alerts []struct {
+				Labels map[string]string `json:"labels"`
+				State  string            `json:"state"`
+			} `json:"alerts"`
+		} `json:"data"`
+	}
+	getJSON(t, promURL+"/api/v1/alerts", &out)
+	states := map[string]string{}
+	for _, a := range out.Data.Alerts {
+		states[a.Labels["alertname"]] = a.State
+	}
+	return states
 }
