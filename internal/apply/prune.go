@@ -18,9 +18,11 @@ func (a *Applier) Prune(ctx context.Context, namespace string, labels map[string
 	return a.prune(ctx, namespace, labels, ownerUID, keep, kinds, false)
 }
 
-// PruneLeftovers deletes objects of the given kinds in namespace that ownerUID controls
-// and that are not among keep, whatever their labels: what another operator wrote for the
-// same owner and Lookout does not write. They are listed from the apiserver (metadata
+// PruneLeftovers deletes objects of the given kinds in namespace whose controller is
+// ownerUID and that are not among keep, whatever their labels: what another operator wrote
+// for the same owner and Lookout does not write. An object that only points at the owner
+// without being controlled by it (a user's, deleted with it by the garbage collector) is
+// not a leftover. They are listed from the apiserver (metadata
 // only): the caches hold owner references only of what Lookout labels.
 func (a *Applier) PruneLeftovers(ctx context.Context, namespace string, ownerUID types.UID, keep []client.Object, kinds []schema.GroupVersionKind) ([]string, error) {
 	if ownerUID == "" {
@@ -52,7 +54,7 @@ func (a *Applier) prune(ctx context.Context, namespace string, labels map[string
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			if wanted[gvk.Kind+"/"+item.Namespace+"/"+item.Name] || !controlledBy(item, ownerUID) {
+			if wanted[gvk.Kind+"/"+item.Namespace+"/"+item.Name] || !controlledBy(item, ownerUID) || live && !isController(item, ownerUID) {
 				continue
 			}
 			if !item.DeletionTimestamp.IsZero() {
@@ -76,6 +78,17 @@ func controlledBy(obj *metav1.PartialObjectMetadata, uid types.UID) bool {
 	}
 	for _, ref := range obj.OwnerReferences {
 		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// isController reports whether uid is obj's controller (an owner reference with
+// controller: true), as an operator sets on what it generates.
+func isController(obj *metav1.PartialObjectMetadata, uid types.UID) bool {
+	for _, ref := range obj.OwnerReferences {
+		if ref.UID == uid && ref.Controller != nil && *ref.Controller {
 			return true
 		}
 	}

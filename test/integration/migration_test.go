@@ -60,6 +60,11 @@ func TestMigrationFromTheExistingOperator(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus-k8s-tls-assets-0", Labels: upstreamLabels, OwnerReferences: []metav1.OwnerReference{owner}}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus-k8s", Labels: upstreamLabels, OwnerReferences: []metav1.OwnerReference{owner}},
 			Data: map[string][]byte{"prometheus.yaml.gz": []byte("old")}},
+		// The user's own ConfigMap, deleted with the Prometheus by the garbage collector but
+		// not controlled by it: not a leftover.
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "user-notes", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "monitoring.coreos.com/v1", Kind: "Prometheus", Name: p.Name, UID: p.UID}}},
+			Data: map[string]string{"notes": "mine"}},
 		// The user's own Service of the name prometheus-operator's docs suggest.
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus-k8s"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "web", Port: 9090, TargetPort: intstr.FromString("web")}}, Selector: selector}},
@@ -102,8 +107,8 @@ func TestMigrationFromTheExistingOperator(t *testing.T) {
 		}
 	}
 	oldSts := upstream[len(upstream)-1].(*appsv1.StatefulSet)
-	userSvc := upstream[5].(*corev1.Service)
-	pvc := upstream[6].(*corev1.PersistentVolumeClaim)
+	userSvc := upstream[6].(*corev1.Service)
+	pvc := upstream[7].(*corev1.PersistentVolumeClaim)
 
 	// Lookout takes over.
 	update(t, p, func(p *monitoringv1.Prometheus) { p.Spec.Paused = false })
@@ -146,6 +151,9 @@ func TestMigrationFromTheExistingOperator(t *testing.T) {
 		}
 		return apierrors.IsNotFound(k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-k8s-tls-assets-0"}, &corev1.Secret{})), nil
 	})
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "user-notes"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the user's ConfigMap that only points at the Prometheus was deleted: %v", err)
+	}
 	var rules corev1.ConfigMap
 	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-k8s-rulefiles-0"}, &rules); err != nil {
 		t.Fatalf("Lookout's rule ConfigMap: %v", err)
