@@ -11,7 +11,7 @@ LDFLAGS   := -X github.com/lookout-operator/lookout/internal/version.Version=$(V
 MONITORING := github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build tools test unit integration manifests verify demo fmt vet clean
+.PHONY: all build tools test unit integration manifests verify demo fmt vet clean images
 
 all: build
 
@@ -19,6 +19,9 @@ build: ## Build lookout and lookout-reloader into bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lookout ./cmd/lookout
 	ln -sf lookout bin/kubectl-lookout   # with bin/ on PATH: kubectl lookout ...
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lookout-reloader ./cmd/lookout-reloader
+
+images: ## OCI images of lookout and lookout-reloader (linux/amd64, linux/arm64) as OCI layout tarballs in _output/images, no container engine needed
+	$(GO) run ./hack/images -version '$(VERSION)' -commit '$(COMMIT)' -out _output/images
 
 tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, Prometheus, Alertmanager and amtool
 	$(GO) run ./hack/tools controlplane prometheus alertmanager
