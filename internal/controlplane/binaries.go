@@ -51,6 +51,10 @@ var (
 	Kubectl = Tool{Name: "kubectl", Module: "kubernetes", Version: KubernetesVersion,
 		Package: "k8s.io/kubernetes/cmd/kubectl", Estimate: "1 min",
 		LDFlags: "-X k8s.io/component-base/version.gitVersion=" + KubernetesVersion}
+	// Kubelet runs pods on the real node of internal/node; it is not part of Start.
+	Kubelet = Tool{Name: "kubelet", Module: "kubernetes", Version: KubernetesVersion,
+		Package: "k8s.io/kubernetes/cmd/kubelet", Estimate: "4 min",
+		LDFlags: "-X k8s.io/component-base/version.gitVersion=" + KubernetesVersion}
 	Prometheus = Tool{Name: "prometheus", Module: "prometheus", Version: PrometheusVersion,
 		Package: "github.com/prometheus/prometheus/cmd/prometheus", Estimate: "9 min"}
 	Alertmanager = Tool{Name: "alertmanager", Module: "alertmanager", Version: AlertmanagerVersion,

@@ -64,6 +64,9 @@ type Spec struct {
 	// SBOMs optionally holds an SPDX document per platform, installed as
 	// /usr/share/doc/<Name>/sbom.spdx.json.
 	SBOMs map[Platform][]byte
+	// Files are more regular files of the binary's layer, by path without the leading
+	// slash (e.g. the shared libraries of a binary that is not static).
+	Files map[string][]byte
 	// Args are the default arguments (the image's Cmd).
 	Args []string
 	// Env is added to PATH=/bin.
@@ -115,6 +118,22 @@ func buildImage(spec Spec, p Platform, base v1.Layer) (v1.Image, error) {
 		files = append(files,
 			file{name: "usr/share/doc/" + spec.Name + "/", mode: 0o755, dir: true},
 			file{name: "usr/share/doc/" + spec.Name + "/sbom.spdx.json", mode: 0o644, data: sbom})
+	}
+	extra := make([]string, 0, len(spec.Files))
+	for name := range spec.Files {
+		extra = append(extra, name)
+	}
+	sort.Strings(extra)
+	dirs := map[string]bool{}
+	for _, name := range extra {
+		// Parent directories first, each once, so that the runtime creates them root-owned.
+		for i := 0; i < len(name); i++ {
+			if name[i] == '/' && !dirs[name[:i+1]] {
+				dirs[name[:i+1]] = true
+				files = append(files, file{name: name[:i+1], mode: 0o755, dir: true})
+			}
+		}
+		files = append(files, file{name: name, mode: 0o755, data: spec.Files[name]})
 	}
 	for i := range files {
 		files[i].mtime = spec.Created
