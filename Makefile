@@ -11,7 +11,7 @@ LDFLAGS   := -X github.com/lookout-operator/lookout/internal/version.Version=$(V
 MONITORING := github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build tools test unit integration manifests verify demo fmt vet clean images
+.PHONY: all build tools test unit integration manifests verify demo fmt vet clean images demo-node
 
 all: build
 
@@ -53,6 +53,10 @@ verify: manifests vet ## Regenerate everything and fail when the tree changed
 
 demo: tools ## Start a local control plane with Lookout and an example, and explain how to explore it
 	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)'
+
+demo-node: tools ## Like demo, but the generated Prometheus runs on a real kubelet (containerd, runc, CNI bridge); see docs/real-node.md
+	$(GO) run ./hack/tools node
+	$(GO) run ./hack/demo-node
 
 fmt:
 	@gofmt -l -w $$(git ls-files '*.go') >/dev/null
