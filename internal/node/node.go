@@ -97,6 +97,11 @@ func Start(ctx context.Context, cp *controlplane.ControlPlane, opts Options) (n 
 	if err := Check(); err != nil {
 		return nil, err
 	}
+	// The kubelet's cgroups are removed by Stop; ones that exist already belong to another
+	// kubelet (or to a run that was killed) and are not ours to touch.
+	if existing, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods"); len(existing) > 0 {
+		return nil, fmt.Errorf("a kubelet's cgroups exist already (%s): another kubelet runs on this machine, or an earlier node was killed before its clean-up; stop it or remove them (rmdir, children first)", existing[0])
+	}
 	if opts.Name == "" {
 		opts.Name = "lookout-node"
 	}
