@@ -58,6 +58,8 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) *appsv1.
 			MinReadySeconds: workload.Value(p.Spec.MinReadySeconds),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
+					// Kept as given; the StatefulSet names its pods <name>-<ordinal> whatever it says.
+					Name:        podMetadataName(p),
 					Labels:      podTemplateLabels(p, shard),
 					Annotations: podTemplateAnnotations(p),
 				},
@@ -77,6 +79,13 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) *appsv1.
 // and Lookout's label.
 func podTemplateLabels(p *monitoringv1.Prometheus, shard int32) map[string]string {
 	return workload.PodLabels(p.Spec.PodMetadata, SelectorLabels(p.Name, shard), map[string]string{LabelPrometheus: p.Name})
+}
+
+func podMetadataName(p *monitoringv1.Prometheus) string {
+	if p.Spec.PodMetadata == nil {
+		return ""
+	}
+	return p.Spec.PodMetadata.Name
 }
 
 func podTemplateAnnotations(p *monitoringv1.Prometheus) map[string]string {
@@ -278,6 +287,13 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 			args = append(args, "--storage.tsdb.wal-compression")
 		} else {
 			args = append(args, "--no-storage.tsdb.wal-compression")
+		}
+	}
+	// Prometheus allows overlapping blocks from v2.39 on and dropped the flag in v3; before
+	// that the field is the flag.
+	if s.AllowOverlappingBlocks {
+		if v, _ := ParsedVersion(p); !v.AtLeast(2, 39) {
+			args = append(args, "--storage.tsdb.allow-overlapping-blocks")
 		}
 	}
 	if s.DisableCompaction {

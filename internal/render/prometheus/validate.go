@@ -233,6 +233,26 @@ func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 		return unsupported("spec.automountServiceAccountToken", "Prometheus needs the ServiceAccount token for Kubernetes service discovery and the config reloader for watching its Secret")
 	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:
 		return unsupported("spec.reloadStrategy", "only HTTP reloads are generated")
+	case s.ShardRetentionPolicy != nil && s.ShardRetentionPolicy.WhenScaled != nil && *s.ShardRetentionPolicy.WhenScaled == monitoringv1.RetainWhenScaledRetentionType:
+		return unsupported("spec.shardRetentionPolicy.whenScaled", "the StatefulSets of removed shards are deleted (Delete); keeping them for a retention period is not implemented")
+	case s.ShardRetentionPolicy != nil && s.ShardRetentionPolicy.Retain != nil:
+		return unsupported("spec.shardRetentionPolicy.retain", "only whenScaled: Delete is implemented, which keeps nothing")
+	case s.ShardingStrategy != nil && s.ShardingStrategy.Mode != nil && *s.ShardingStrategy.Mode != monitoringv1.AddressShardingStrategyMode:
+		return unsupported("spec.shardingStrategy.mode", "targets are sharded by address only (mode Address)")
+	case s.ShardingStrategy != nil && s.ShardingStrategy.Topology != nil:
+		return unsupported("spec.shardingStrategy.topology", "targets are sharded by address only (mode Address)")
+	case s.TSDB != nil:
+		return unsupported("spec.tsdb", "the storage.tsdb section is not generated yet; remove the field")
+	case s.Exemplars != nil:
+		return unsupported("spec.exemplars", "the storage.exemplars section is not generated yet; remove the field")
+	case s.TracingConfig != nil:
+		return unsupported("spec.tracingConfig", "the tracing section is not generated yet; remove the field")
+	case s.OTLP != nil:
+		return unsupported("spec.otlp", "the otlp section is not generated yet; remove the field")
+	case s.Runtime != nil:
+		return unsupported("spec.runtime", "the runtime section is not generated yet; remove the field")
+	case s.APIServerConfig != nil:
+		return unsupported("spec.apiserverConfig", "Kubernetes discovery always uses the in-cluster API server; remove the field")
 	case s.RetentionPercentage != nil && !s.RetentionPercentage.IsZero():
 		return unsupported("spec.retentionPercentage", "use spec.retentionSize")
 	case len(s.RemoteWriteReceiverMessageVersions) > 0:

@@ -1,0 +1,173 @@
+package prometheus
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
+)
+
+// honouredPrometheusFields are the fields of PrometheusSpec and CommonPrometheusFields that
+// reach the config, the pods or the selection. docs/compatibility.md says where each goes.
+var honouredPrometheusFields = []string{
+	// Image and version.
+	"Version", "Image", "BaseImage", "Tag", "SHA", "ImagePullPolicy", "ImagePullSecrets",
+	// Selection.
+	"ServiceMonitorSelector", "ServiceMonitorNamespaceSelector", "PodMonitorSelector", "PodMonitorNamespaceSelector",
+	"ProbeSelector", "ProbeNamespaceSelector", "ScrapeConfigSelector", "ScrapeConfigNamespaceSelector",
+	"RuleSelector", "RuleNamespaceSelector", "IgnoreNamespaceSelectors",
+	// The StatefulSet and its pods.
+	"PodMetadata", "Paused", "Replicas", "Shards", "Storage", "PersistentVolumeClaimRetentionPolicy", "Resources",
+	"NodeSelector", "SchedulerName", "ServiceAccountName", "Secrets", "ConfigMaps", "Affinity", "Tolerations",
+	"TopologySpreadConstraints", "SecurityContext", "DNSPolicy", "DNSConfig", "PodManagementPolicy", "UpdateStrategy",
+	"EnableServiceLinks", "PriorityClassName", "MinReadySeconds", "HostAliases", "MaximumStartupDurationSeconds",
+	"ServiceName", "TerminationGracePeriodSeconds", "HostUsers",
+	// Flags.
+	"LogLevel", "LogFormat", "EnableRemoteWriteReceiver", "EnableOTLPReceiver", "EnableFeatures", "ExternalURL",
+	"RoutePrefix", "AdditionalArgs", "WALCompression", "Retention", "RetentionSize", "DisableCompaction",
+	"Query", "EnableAdminAPI", "Rules", "AllowOverlappingBlocks",
+	// The config: global section, jobs, rules, alerting, remote.
+	"ReplicaExternalLabelName", "PrometheusExternalLabelName", "ScrapeInterval", "ScrapeTimeout", "ScrapeProtocols",
+	"ExternalLabels", "EvaluationInterval", "RuleQueryOffset", "AdditionalScrapeConfigs", "ArbitraryFSAccessThroughSMs",
+	"OverrideHonorLabels", "OverrideHonorTimestamps", "EnforcedNamespaceLabel", "EnforcedSampleLimit",
+	"EnforcedTargetLimit", "EnforcedLabelLimit", "EnforcedLabelNameLengthLimit", "EnforcedLabelValueLengthLimit",
+	"EnforcedKeepDroppedTargets", "EnforcedBodySizeLimit", "NameValidationScheme", "NameEscapingScheme",
+	"ConvertClassicHistogramsToNHCB", "ScrapeNativeHistograms", "ScrapeClassicHistograms", "ExcludedFromEnforcement",
+	"PrometheusRulesExcludedFromEnforce", "PodTargetLabels", "BodySizeLimit", "SampleLimit", "TargetLimit",
+	"LabelLimit", "LabelNameLengthLimit", "LabelValueLengthLimit", "KeepDroppedTargets", "ScrapeClasses",
+	"ServiceDiscoveryRole", "Alerting", "AdditionalAlertRelabelConfigs", "AdditionalAlertManagerConfigs",
+	"RemoteWrite", "RemoteRead",
+	// Honoured for the values that work; the others are refused in refusedPrometheusFields.
+	"Web", "PortName", "AutomountServiceAccountToken", "ReloadStrategy", "RetentionPercentage", "QueryLogFile",
+	"ScrapeFailureLogFile", "ShardRetentionPolicy", "ShardingStrategy",
+}
+
+// refusedPrometheusFields are refused by Validate: each sets a value Lookout does not
+// generate, keyed by the field path the refusal must name.
+var refusedPrometheusFields = map[string]func(*monitoringv1.PrometheusSpec){
+	"spec.thanos":         func(s *monitoringv1.PrometheusSpec) { s.Thanos = &monitoringv1.ThanosSpec{} },
+	"spec.containers":     func(s *monitoringv1.PrometheusSpec) { s.Containers = []corev1.Container{{Name: "x"}} },
+	"spec.initContainers": func(s *monitoringv1.PrometheusSpec) { s.InitContainers = []corev1.Container{{Name: "x"}} },
+	"spec.volumes":        func(s *monitoringv1.PrometheusSpec) { s.Volumes = []corev1.Volume{{Name: "x"}} },
+	"spec.volumeMounts":   func(s *monitoringv1.PrometheusSpec) { s.VolumeMounts = []corev1.VolumeMount{{Name: "x"}} },
+	"spec.listenLocal":    func(s *monitoringv1.PrometheusSpec) { s.ListenLocal = true },
+	"spec.hostNetwork":    func(s *monitoringv1.PrometheusSpec) { s.HostNetwork = true },
+	"spec.web.tlsConfig": func(s *monitoringv1.PrometheusSpec) {
+		s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{}}}
+	},
+	"spec.portName":                     func(s *monitoringv1.PrometheusSpec) { s.PortName = "http" },
+	"spec.automountServiceAccountToken": func(s *monitoringv1.PrometheusSpec) { s.AutomountServiceAccountToken = ptrTo(false) },
+	"spec.reloadStrategy": func(s *monitoringv1.PrometheusSpec) {
+		s.ReloadStrategy = ptrTo(monitoringv1.ProcessSignalReloadStrategyType)
+	},
+	"spec.retentionPercentage": func(s *monitoringv1.PrometheusSpec) { s.RetentionPercentage = ptrTo(resource.MustParse("50")) },
+	"spec.remoteWriteReceiverMessageVersions": func(s *monitoringv1.PrometheusSpec) {
+		s.RemoteWriteReceiverMessageVersions = []monitoringv1.RemoteWriteMessageVersion{"V2.0"}
+	},
+	"spec.queryLogFile":         func(s *monitoringv1.PrometheusSpec) { s.QueryLogFile = "query.log" },
+	"spec.scrapeFailureLogFile": func(s *monitoringv1.PrometheusSpec) { s.ScrapeFailureLogFile = ptrTo("scrapes.log") },
+	"spec.shardRetentionPolicy.whenScaled": func(s *monitoringv1.PrometheusSpec) {
+		s.ShardRetentionPolicy = &monitoringv1.ShardRetentionPolicy{WhenScaled: ptrTo(monitoringv1.RetainWhenScaledRetentionType)}
+	},
+	"spec.shardingStrategy.mode": func(s *monitoringv1.PrometheusSpec) {
+		s.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: ptrTo(monitoringv1.TopologyShardingStrategyMode)}
+	},
+	"spec.tsdb":            func(s *monitoringv1.PrometheusSpec) { s.TSDB = &monitoringv1.TSDBSpec{} },
+	"spec.exemplars":       func(s *monitoringv1.PrometheusSpec) { s.Exemplars = &monitoringv1.Exemplars{} },
+	"spec.tracingConfig":   func(s *monitoringv1.PrometheusSpec) { s.TracingConfig = &monitoringv1.TracingConfig{} },
+	"spec.otlp":            func(s *monitoringv1.PrometheusSpec) { s.OTLP = &monitoringv1.OTLPConfig{} },
+	"spec.runtime":         func(s *monitoringv1.PrometheusSpec) { s.Runtime = &monitoringv1.RuntimeConfig{} },
+	"spec.apiserverConfig": func(s *monitoringv1.PrometheusSpec) { s.APIServerConfig = &monitoringv1.APIServerConfig{} },
+}
+
+// prometheusSpecFields are the fields of PrometheusSpec with those of the embedded
+// CommonPrometheusFields in its place: name and JSON name.
+func prometheusSpecFields() [][2]string {
+	var out [][2]string
+	var walk func(reflect.Type)
+	walk = func(typ reflect.Type) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			if f.Anonymous {
+				walk(f.Type)
+				continue
+			}
+			out = append(out, [2]string{f.Name, strings.Split(f.Tag.Get("json"), ",")[0]})
+		}
+	}
+	walk(reflect.TypeFor[monitoringv1.PrometheusSpec]())
+	return out
+}
+
+func TestEveryPrometheusSpecFieldIsHonouredOrRefused(t *testing.T) {
+	fields := prometheusSpecFields()
+	if len(fields) < 100 {
+		t.Fatalf("found %d fields; the embedded CommonPrometheusFields was not walked", len(fields))
+	}
+	for _, f := range fields {
+		name, json := f[0], f[1]
+		_, isRefused := refusedPrometheusFields["spec."+json]
+		if !slices.Contains(honouredPrometheusFields, name) && !isRefused {
+			t.Errorf("PrometheusSpec.%s (%s) is neither honoured nor refused: classify it", name, json)
+		}
+	}
+	for field, set := range refusedPrometheusFields {
+		t.Run("refuses "+field, func(t *testing.T) {
+			err := Validate(newPrometheus(withSpec(set)))
+			se, ok := err.(*workload.SpecError)
+			if !ok || se.Reason != workload.ReasonUnsupportedField || !strings.Contains(se.Message, field) {
+				t.Errorf("Validate = %v, want an UnsupportedField error naming %s", err, field)
+			}
+		})
+	}
+}
+
+// TestHonouredPrometheusFieldsAreRead keeps the honoured list honest: every field in it is
+// read somewhere in Lookout's code outside tests (a selector expression naming it).
+func TestHonouredPrometheusFieldsAreRead(t *testing.T) {
+	read := map[string]bool{}
+	fset := token.NewFileSet()
+	root := filepath.Join("..", "..") // internal/
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				read[sel.Sel.Name] = true
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := map[string]bool{}
+	for _, f := range prometheusSpecFields() {
+		spec[f[0]] = true
+	}
+	for _, name := range honouredPrometheusFields {
+		if !spec[name] {
+			t.Errorf("%s is listed as honoured but PrometheusSpec has no such field", name)
+		}
+		if !read[name] {
+			t.Errorf("%s is listed as honoured but no code reads it", name)
+		}
+	}
+}
