@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/lookout-operator/lookout/internal/render/workload"
@@ -36,7 +35,9 @@ var honouredPrometheusFields = []string{
 	// Flags.
 	"LogLevel", "LogFormat", "EnableRemoteWriteReceiver", "EnableOTLPReceiver", "EnableFeatures", "ExternalURL",
 	"RoutePrefix", "AdditionalArgs", "WALCompression", "Retention", "RetentionSize", "DisableCompaction",
-	"Query", "EnableAdminAPI", "Rules", "AllowOverlappingBlocks",
+	"Query", "EnableAdminAPI", "Rules", "AllowOverlappingBlocks", "ListenLocal", "Runtime",
+	// The pods, patched and extended by the user.
+	"Containers", "InitContainers", "Volumes", "VolumeMounts", "HostNetwork",
 	// The config: global section, jobs, rules, alerting, remote.
 	"ReplicaExternalLabelName", "PrometheusExternalLabelName", "ScrapeInterval", "ScrapeTimeout", "ScrapeProtocols",
 	"ExternalLabels", "EvaluationInterval", "RuleQueryOffset", "AdditionalScrapeConfigs", "ArbitraryFSAccessThroughSMs",
@@ -47,7 +48,7 @@ var honouredPrometheusFields = []string{
 	"PrometheusRulesExcludedFromEnforce", "PodTargetLabels", "BodySizeLimit", "SampleLimit", "TargetLimit",
 	"LabelLimit", "LabelNameLengthLimit", "LabelValueLengthLimit", "KeepDroppedTargets", "ScrapeClasses",
 	"ServiceDiscoveryRole", "Alerting", "AdditionalAlertRelabelConfigs", "AdditionalAlertManagerConfigs",
-	"RemoteWrite", "RemoteRead",
+	"RemoteWrite", "RemoteRead", "TSDB", "Exemplars", "TracingConfig", "OTLP", "APIServerConfig",
 	// Honoured for the values that work; the others are refused in refusedPrometheusFields.
 	"Web", "PortName", "AutomountServiceAccountToken", "ReloadStrategy", "RetentionPercentage", "QueryLogFile",
 	"ScrapeFailureLogFile", "ShardRetentionPolicy", "ShardingStrategy",
@@ -56,13 +57,7 @@ var honouredPrometheusFields = []string{
 // refusedPrometheusFields are refused by Validate: each sets a value Lookout does not
 // generate, keyed by the field path the refusal must name.
 var refusedPrometheusFields = map[string]func(*monitoringv1.PrometheusSpec){
-	"spec.thanos":         func(s *monitoringv1.PrometheusSpec) { s.Thanos = &monitoringv1.ThanosSpec{} },
-	"spec.containers":     func(s *monitoringv1.PrometheusSpec) { s.Containers = []corev1.Container{{Name: "x"}} },
-	"spec.initContainers": func(s *monitoringv1.PrometheusSpec) { s.InitContainers = []corev1.Container{{Name: "x"}} },
-	"spec.volumes":        func(s *monitoringv1.PrometheusSpec) { s.Volumes = []corev1.Volume{{Name: "x"}} },
-	"spec.volumeMounts":   func(s *monitoringv1.PrometheusSpec) { s.VolumeMounts = []corev1.VolumeMount{{Name: "x"}} },
-	"spec.listenLocal":    func(s *monitoringv1.PrometheusSpec) { s.ListenLocal = true },
-	"spec.hostNetwork":    func(s *monitoringv1.PrometheusSpec) { s.HostNetwork = true },
+	"spec.thanos": func(s *monitoringv1.PrometheusSpec) { s.Thanos = &monitoringv1.ThanosSpec{} },
 	"spec.web.tlsConfig": func(s *monitoringv1.PrometheusSpec) {
 		s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{}}}
 	},
@@ -75,20 +70,12 @@ var refusedPrometheusFields = map[string]func(*monitoringv1.PrometheusSpec){
 	"spec.remoteWriteReceiverMessageVersions": func(s *monitoringv1.PrometheusSpec) {
 		s.RemoteWriteReceiverMessageVersions = []monitoringv1.RemoteWriteMessageVersion{"V2.0"}
 	},
-	"spec.queryLogFile":         func(s *monitoringv1.PrometheusSpec) { s.QueryLogFile = "query.log" },
-	"spec.scrapeFailureLogFile": func(s *monitoringv1.PrometheusSpec) { s.ScrapeFailureLogFile = ptrTo("scrapes.log") },
 	"spec.shardRetentionPolicy.whenScaled": func(s *monitoringv1.PrometheusSpec) {
 		s.ShardRetentionPolicy = &monitoringv1.ShardRetentionPolicy{WhenScaled: ptrTo(monitoringv1.RetainWhenScaledRetentionType)}
 	},
 	"spec.shardingStrategy.mode": func(s *monitoringv1.PrometheusSpec) {
 		s.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: ptrTo(monitoringv1.TopologyShardingStrategyMode)}
 	},
-	"spec.tsdb":            func(s *monitoringv1.PrometheusSpec) { s.TSDB = &monitoringv1.TSDBSpec{} },
-	"spec.exemplars":       func(s *monitoringv1.PrometheusSpec) { s.Exemplars = &monitoringv1.Exemplars{} },
-	"spec.tracingConfig":   func(s *monitoringv1.PrometheusSpec) { s.TracingConfig = &monitoringv1.TracingConfig{} },
-	"spec.otlp":            func(s *monitoringv1.PrometheusSpec) { s.OTLP = &monitoringv1.OTLPConfig{} },
-	"spec.runtime":         func(s *monitoringv1.PrometheusSpec) { s.Runtime = &monitoringv1.RuntimeConfig{} },
-	"spec.apiserverConfig": func(s *monitoringv1.PrometheusSpec) { s.APIServerConfig = &monitoringv1.APIServerConfig{} },
 }
 
 // prometheusSpecFields are the fields of PrometheusSpec with those of the embedded

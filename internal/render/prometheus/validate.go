@@ -43,6 +43,7 @@ func Validate(p *monitoringv1.Prometheus) error {
 		validatePodMetadata,
 		validatePodSpec,
 		validateFlags,
+		validateLogFiles,
 		validateUnsupported,
 	}
 	for _, check := range checks {
@@ -162,7 +163,27 @@ func validatePodSpec(p *monitoringv1.Prometheus) *SpecError {
 			}
 		}
 	}
+	for _, cs := range []struct {
+		field string
+		list  []corev1.Container
+	}{{"spec.containers", s.Containers}, {"spec.initContainers", s.InitContainers}} {
+		for i, c := range cs.list {
+			if c.Name == "" {
+				return invalid(fmt.Sprintf("%s[%d].name", cs.field, i), "is required: a patch names the generated container it changes, or the container it adds")
+			}
+		}
+	}
+	if err := workload.CheckUserVolumes(volumes(&monitoringv1.Prometheus{ObjectMeta: p.ObjectMeta, Spec: specWithoutUserVolumes(s)}), s.Volumes, s.VolumeMounts); err != nil {
+		return err
+	}
 	return workload.CheckPodSecurityContext(s.SecurityContext)
+}
+
+// specWithoutUserVolumes is s without spec.volumes: what the generated volumes are made from.
+func specWithoutUserVolumes(s *monitoringv1.PrometheusSpec) monitoringv1.PrometheusSpec {
+	c := *s
+	c.Volumes = nil
+	return c
 }
 
 func validateFlags(p *monitoringv1.Prometheus) *SpecError {
@@ -211,22 +232,10 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	s := &p.Spec
 	switch {
-	case len(s.Containers) > 0:
-		return unsupported("spec.containers", "extra or patched containers are not added to the pods; remove the field")
-	case len(s.InitContainers) > 0:
-		return unsupported("spec.initContainers", "extra or patched init containers are not added to the pods; remove the field")
-	case len(s.Volumes) > 0:
-		return unsupported("spec.volumes", "extra volumes are not added to the pods; use spec.secrets or spec.configMaps")
-	case len(s.VolumeMounts) > 0:
-		return unsupported("spec.volumeMounts", "extra volume mounts are not added to the pods; use spec.secrets or spec.configMaps")
 	case s.Thanos != nil:
 		return unsupported("spec.thanos", "the Thanos sidecar is not generated; remove the field")
 	case s.Web != nil && s.Web.TLSConfig != nil:
 		return unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only; remove the field")
-	case s.ListenLocal:
-		return unsupported("spec.listenLocal", "Prometheus always listens on :9090 so that probes and Services reach it")
-	case s.HostNetwork:
-		return unsupported("spec.hostNetwork", "pods run in the pod network only")
 	case s.PortName != "" && s.PortName != webPortName:
 		return unsupported("spec.portName", "the web port is always named \"web\"")
 	case s.AutomountServiceAccountToken != nil && !*s.AutomountServiceAccountToken:
@@ -241,26 +250,10 @@ func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 		return unsupported("spec.shardingStrategy.mode", "targets are sharded by address only (mode Address)")
 	case s.ShardingStrategy != nil && s.ShardingStrategy.Topology != nil:
 		return unsupported("spec.shardingStrategy.topology", "targets are sharded by address only (mode Address)")
-	case s.TSDB != nil:
-		return unsupported("spec.tsdb", "the storage.tsdb section is not generated yet; remove the field")
-	case s.Exemplars != nil:
-		return unsupported("spec.exemplars", "the storage.exemplars section is not generated yet; remove the field")
-	case s.TracingConfig != nil:
-		return unsupported("spec.tracingConfig", "the tracing section is not generated yet; remove the field")
-	case s.OTLP != nil:
-		return unsupported("spec.otlp", "the otlp section is not generated yet; remove the field")
-	case s.Runtime != nil:
-		return unsupported("spec.runtime", "the runtime section is not generated yet; remove the field")
-	case s.APIServerConfig != nil:
-		return unsupported("spec.apiserverConfig", "Kubernetes discovery always uses the in-cluster API server; remove the field")
 	case s.RetentionPercentage != nil && !s.RetentionPercentage.IsZero():
 		return unsupported("spec.retentionPercentage", "use spec.retentionSize")
 	case len(s.RemoteWriteReceiverMessageVersions) > 0:
 		return unsupported("spec.remoteWriteReceiverMessageVersions", "remove the field to accept the Prometheus default")
-	case s.QueryLogFile != "" && !strings.HasPrefix(s.QueryLogFile, "/dev/"):
-		return unsupported("spec.queryLogFile", "the root filesystem is read-only; only /dev/stdout or /dev/stderr can be written")
-	case s.ScrapeFailureLogFile != nil && *s.ScrapeFailureLogFile != "" && !strings.HasPrefix(*s.ScrapeFailureLogFile, "/dev/"):
-		return unsupported("spec.scrapeFailureLogFile", "the root filesystem is read-only; only /dev/stdout or /dev/stderr can be written")
 	}
 	return nil
 }
