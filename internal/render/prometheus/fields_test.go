@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/lookout-operator/lookout/internal/render/workload"
@@ -50,7 +51,8 @@ var honouredPrometheusFields = []string{
 	"ServiceDiscoveryRole", "Alerting", "AdditionalAlertRelabelConfigs", "AdditionalAlertManagerConfigs",
 	"RemoteWrite", "RemoteRead", "TSDB", "Exemplars", "TracingConfig", "OTLP", "APIServerConfig",
 	// Honoured for the values that work; the others are refused in refusedPrometheusFields.
-	"Web", "PortName", "AutomountServiceAccountToken", "ReloadStrategy", "RetentionPercentage", "QueryLogFile",
+	"AutomountServiceAccountToken",
+	"Web", "RemoteWriteReceiverMessageVersions", "PortName", "ReloadStrategy", "RetentionPercentage", "QueryLogFile",
 	"ScrapeFailureLogFile", "ShardRetentionPolicy", "ShardingStrategy",
 }
 
@@ -61,13 +63,14 @@ var refusedPrometheusFields = map[string]func(*monitoringv1.PrometheusSpec){
 	"spec.web.tlsConfig": func(s *monitoringv1.PrometheusSpec) {
 		s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{}}}
 	},
-	"spec.portName":                     func(s *monitoringv1.PrometheusSpec) { s.PortName = "http" },
-	"spec.automountServiceAccountToken": func(s *monitoringv1.PrometheusSpec) { s.AutomountServiceAccountToken = ptrTo(false) },
+	"spec.portName": func(s *monitoringv1.PrometheusSpec) { s.PortName = "http" },
 	"spec.reloadStrategy": func(s *monitoringv1.PrometheusSpec) {
 		s.ReloadStrategy = ptrTo(monitoringv1.ProcessSignalReloadStrategyType)
 	},
 	"spec.retentionPercentage": func(s *monitoringv1.PrometheusSpec) { s.RetentionPercentage = ptrTo(resource.MustParse("50")) },
+	// Before Prometheus knows the flag.
 	"spec.remoteWriteReceiverMessageVersions": func(s *monitoringv1.PrometheusSpec) {
+		s.Version = "v2.53.0"
 		s.RemoteWriteReceiverMessageVersions = []monitoringv1.RemoteWriteMessageVersion{"V2.0"}
 	},
 	"spec.shardRetentionPolicy.whenScaled": func(s *monitoringv1.PrometheusSpec) {
@@ -156,5 +159,34 @@ func TestHonouredPrometheusFieldsAreRead(t *testing.T) {
 		if !read[name] {
 			t.Errorf("%s is listed as honoured but no code reads it", name)
 		}
+	}
+}
+
+func TestPodPiecesOfNewlyHonouredFields(t *testing.T) {
+	p := newPrometheus(withVersion("v3.5.0"), withSpec(func(s *monitoringv1.PrometheusSpec) {
+		s.AutomountServiceAccountToken = ptrTo(false)
+		s.RemoteWriteReceiverMessageVersions = []monitoringv1.RemoteWriteMessageVersion{monitoringv1.RemoteWriteMessageVersion2_0, monitoringv1.RemoteWriteMessageVersion1_0}
+		s.AllowOverlappingBlocks = true
+	}))
+	sts := only(t, find[*appsv1.StatefulSet](mustObjects(t, p, newOptions())))
+	pod := sts.Spec.Template.Spec
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("automountServiceAccountToken = %v, want false", pod.AutomountServiceAccountToken)
+	}
+	args := pod.Containers[0].Args
+	for _, want := range []string{
+		"--web.remote-write-receiver.accepted-protobuf-messages=io.prometheus.write.v2.Request",
+		"--web.remote-write-receiver.accepted-protobuf-messages=prometheus.WriteRequest",
+	} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args lack %s: %q", want, args)
+		}
+	}
+	if slices.Contains(args, "--storage.tsdb.allow-overlapping-blocks") {
+		t.Error("v3 has no --storage.tsdb.allow-overlapping-blocks, but it was written")
+	}
+	old := newPrometheus(withVersion("v2.38.0"), withSpec(func(s *monitoringv1.PrometheusSpec) { s.AllowOverlappingBlocks = true }))
+	if args := only(t, find[*appsv1.StatefulSet](mustObjects(t, old, newOptions()))).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--storage.tsdb.allow-overlapping-blocks") {
+		t.Errorf("v2.38 args lack --storage.tsdb.allow-overlapping-blocks: %q", args)
 	}
 }

@@ -117,11 +117,14 @@ func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) (corev1.PodS
 		return corev1.PodSpec{}, err
 	}
 	spec := corev1.PodSpec{
-		InitContainers:                initContainers,
-		Containers:                    containers,
-		Volumes:                       volumes(p),
-		ServiceAccountName:            ServiceAccountName(p),
-		AutomountServiceAccountToken:  ptrTo(true),
+		InitContainers:     initContainers,
+		Containers:         containers,
+		Volumes:            volumes(p),
+		ServiceAccountName: ServiceAccountName(p),
+		// Without the token the reloader follows the mounted config files (the kubelet's
+		// sync, up to a minute) instead of the API, and Kubernetes discovery needs
+		// spec.apiserverConfig or a token the user mounts, as the API documents.
+		AutomountServiceAccountToken:  ptrTo(workload.ValueOr(s.AutomountServiceAccountToken, true)),
 		SecurityContext:               workload.PodSecurityContext(p.Spec.SecurityContext),
 		TerminationGracePeriodSeconds: ptrTo(workload.ValueOr(s.TerminationGracePeriodSeconds, defaultTerminationGracePeriod)),
 		NodeSelector:                  s.NodeSelector,
@@ -292,6 +295,9 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 	if s.EnableRemoteWriteReceiver {
 		args = append(args, "--web.enable-remote-write-receiver")
 	}
+	for _, m := range s.RemoteWriteReceiverMessageVersions {
+		args = append(args, "--web.remote-write-receiver.accepted-protobuf-messages="+receiverMessages[m])
+	}
 	if workload.Value(s.EnableOTLPReceiver) {
 		args = append(args, "--web.enable-otlp-receiver")
 	}
@@ -400,6 +406,12 @@ func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, in
 // metadataWALRecordsFeature makes Prometheus write metric metadata to the WAL, where Remote
 // Write 2.0 reads it.
 const metadataWALRecordsFeature = "metadata-wal-records"
+
+// receiverMessages are the protobuf messages Prometheus names the remote write versions by.
+var receiverMessages = map[monitoringv1.RemoteWriteMessageVersion]string{
+	monitoringv1.RemoteWriteMessageVersion1_0: "prometheus.WriteRequest",
+	monitoringv1.RemoteWriteMessageVersion2_0: "io.prometheus.write.v2.Request",
+}
 
 // xor2EncodingFeature lets Prometheus write float chunks in the XOR2 encoding.
 const xor2EncodingFeature = "xor2-encoding"

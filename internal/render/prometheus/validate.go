@@ -221,6 +221,22 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 	if r := s.RoutePrefix; r != "" && !strings.HasPrefix(r, "/") {
 		return invalid("spec.routePrefix", "%q must start with /", r)
 	}
+	if m := s.RemoteWriteReceiverMessageVersions; len(m) > 0 {
+		if v, _ := imageSpec(p).ParsedVersion(); !v.AtLeast(2, 54) {
+			return unsupported("spec.remoteWriteReceiverMessageVersions", "it requires Prometheus v2.54.0 or later, spec.version is "+imageSpec(p).VersionOrDefault())
+		}
+		seen := map[monitoringv1.RemoteWriteMessageVersion]bool{}
+		for i, v := range m {
+			field := fmt.Sprintf("spec.remoteWriteReceiverMessageVersions[%d]", i)
+			if _, ok := receiverMessages[v]; !ok {
+				return invalid(field, "%q is neither %s nor %s", v, monitoringv1.RemoteWriteMessageVersion1_0, monitoringv1.RemoteWriteMessageVersion2_0)
+			}
+			if seen[v] {
+				return invalid(field, "%q is listed twice; Prometheus refuses duplicates", v)
+			}
+			seen[v] = true
+		}
+	}
 	if ptrValue(s.EnableOTLPReceiver) {
 		if v, _ := imageSpec(p).ParsedVersion(); v.Major < 3 {
 			return unsupported("spec.enableOTLPReceiver", "it needs Prometheus v3 or later, spec.version is "+imageSpec(p).VersionOrDefault())
@@ -235,13 +251,11 @@ func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	case s.Thanos != nil:
 		return unsupported("spec.thanos", "the Thanos sidecar is not generated; remove the field")
 	case s.Web != nil && s.Web.TLSConfig != nil:
-		return unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only; remove the field")
+		return unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only: the kubelet probes and the reloader's reload request would need HTTPS, which is not generated yet; remove the field")
 	case s.PortName != "" && s.PortName != webPortName:
 		return unsupported("spec.portName", "the web port is always named \"web\"")
-	case s.AutomountServiceAccountToken != nil && !*s.AutomountServiceAccountToken:
-		return unsupported("spec.automountServiceAccountToken", "Prometheus needs the ServiceAccount token for Kubernetes service discovery and the config reloader for watching its Secret")
 	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:
-		return unsupported("spec.reloadStrategy", "only HTTP reloads are generated")
+		return unsupported("spec.reloadStrategy", "ProcessSignal: the reloader sends SIGHUP to the PID in a file and Prometheus writes none; reloads go through /-/reload (HTTP)")
 	case s.ShardRetentionPolicy != nil && s.ShardRetentionPolicy.WhenScaled != nil && *s.ShardRetentionPolicy.WhenScaled == monitoringv1.RetainWhenScaledRetentionType:
 		return unsupported("spec.shardRetentionPolicy.whenScaled", "the StatefulSets of removed shards are deleted (Delete); keeping them for a retention period is not implemented")
 	case s.ShardRetentionPolicy != nil && s.ShardRetentionPolicy.Retain != nil:
@@ -251,9 +265,7 @@ func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	case s.ShardingStrategy != nil && s.ShardingStrategy.Topology != nil:
 		return unsupported("spec.shardingStrategy.topology", "targets are sharded by address only (mode Address)")
 	case s.RetentionPercentage != nil && !s.RetentionPercentage.IsZero():
-		return unsupported("spec.retentionPercentage", "use spec.retentionSize")
-	case len(s.RemoteWriteReceiverMessageVersions) > 0:
-		return unsupported("spec.remoteWriteReceiverMessageVersions", "remove the field to accept the Prometheus default")
+		return unsupported("spec.retentionPercentage", "retention is set with flags, and storage.tsdb.retention in the config (Prometheus v3.11+) would replace them all; use spec.retention or spec.retentionSize")
 	}
 	return nil
 }

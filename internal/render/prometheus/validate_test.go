@@ -103,7 +103,9 @@ func TestValidateRejects(t *testing.T) {
 			})),
 			"spec.web.tlsConfig", ReasonUnsupportedField, []string{"plain HTTP"},
 		},
-		{"reports a disabled ServiceAccount token as unsupported", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.AutomountServiceAccountToken = ptrTo(false) })), "spec.automountServiceAccountToken", ReasonUnsupportedField, []string{"service discovery"}},
+		{"rejects a receiver message version Prometheus does not know", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.RemoteWriteReceiverMessageVersions = []monitoringv1.RemoteWriteMessageVersion{"V3.0"}
+		})), "spec.remoteWriteReceiverMessageVersions[0]", ReasonInvalidSpec, []string{`"V3.0"`}},
 		{
 			"reports the OTLP receiver on Prometheus v2 as unsupported",
 			newPrometheus(withVersion("v2.53.0"), withSpec(func(s *monitoringv1.PrometheusSpec) { s.EnableOTLPReceiver = ptrTo(true) })),
