@@ -35,12 +35,14 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lookout-operator/lookout/internal/controller"
 	"github.com/lookout-operator/lookout/internal/install"
+	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/scheme"
 	"github.com/lookout-operator/lookout/internal/webhook"
 )
@@ -65,9 +67,16 @@ func (f forbiddenCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 // installRBAC creates what the install grants the operator, as an
 // administrator would: its ServiceAccount, ClusterRoles, Roles, bindings and
 // the ValidatingWebhookConfiguration.
-func installRBAC(t *testing.T) {
+func installRBAC(t *testing.T, o install.Options) {
 	t.Helper()
-	o := install.Options{}
+	if len(o.WatchNamespaces) > 0 {
+		// Only the Roles of the watched namespaces: no cluster-wide
+		// binding of the watched rules left from another run.
+		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: install.WatchedRoleName}}
+		if err := k8s.Delete(testCtx, crb); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
 	objs := append([]any{install.ServiceAccount(o)}, install.WebhookConfiguration(o))
 	for _, r := range install.RBAC(o) {
 		objs = append(objs, r)
@@ -109,7 +118,7 @@ func operatorConfig(t *testing.T, mu *sync.Mutex, forbidden *[]string) *rest.Con
 // wires it from the Deployment's flags: leader election in the operator
 // namespace, the webhook with managed certificates behind the lookout-webhook
 // Service, the controllers.
-func startOperator(t *testing.T, cfg *rest.Config) {
+func startOperator(t *testing.T, cfg *rest.Config, namespaces []string) {
 	t.Helper()
 	port, err := freePort()
 	if err != nil {
@@ -126,11 +135,13 @@ func startOperator(t *testing.T, cfg *rest.Config) {
 	renew := 3 * time.Second
 	retry := 500 * time.Millisecond
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme.Scheme,
-		WebhookServer:                 crwebhook.NewServer(wh.ServerOptions()),
-		Cache:                         controller.CacheOptions(nil),
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
+		Scheme:                 scheme.Scheme,
+		WebhookServer:          crwebhook.NewServer(wh.ServerOptions()),
+		Cache:                  controller.CacheOptions(namespaces),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// One operator per mode, one after the other, in this process.
+		Controller:                    config.Controller{SkipNameValidation: &skipNameValidation},
 		LeaderElection:                true,
 		LeaderElectionID:              "lookout-operator-leader",
 		LeaderElectionNamespace:       install.DefaultNamespace,
@@ -161,6 +172,8 @@ func startOperator(t *testing.T, cfg *rest.Config) {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
+
+var skipNameValidation = true
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -194,10 +207,27 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 }
 
 func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *testing.T) {
-	installRBAC(t)
+	for _, m := range []struct {
+		name string
+		// watch is --namespaces; ns is where the objects are.
+		watch []string
+		ns    string
+	}{
+		{name: "watching the namespace team-a, with Roles there", watch: []string{"team-a"}, ns: "team-a"},
+		{name: "watching all namespaces", ns: "app"},
+	} {
+		t.Run(m.name, func(t *testing.T) { leastPrivilegeFlow(t, m.watch, m.ns) })
+	}
+	t.Run("the dashboard and the alerts query only metrics the operator and the reloader export", checkQueries)
+}
+
+// leastPrivilegeFlow runs the operator with the install's RBAC for watch and
+// goes through every kind in ns; it fails on any 403.
+func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
+	installRBAC(t, install.Options{WatchNamespaces: watch})
 	var mu sync.Mutex
 	var forbidden []string
-	startOperator(t, operatorConfig(t, &mu, &forbidden))
+	startOperator(t, operatorConfig(t, &mu, &forbidden), watch)
 	forbiddenSoFar = func() string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -205,8 +235,7 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 	}
 	t.Cleanup(func() { forbiddenSoFar = nil })
 
-	ns := "app"
-	if err := k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	all := &metav1.LabelSelector{}
@@ -225,9 +254,11 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 		Spec: monitoringv1.ServiceMonitorSpec{
 			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": "checkout"}},
 			Endpoints: []monitoringv1.Endpoint{{Port: "metrics"}},
-			// Targets in every namespace: the discovery RBAC is a ClusterRole.
-			NamespaceSelector: monitoringv1.NamespaceSelector{Any: true},
 		},
+	}
+	if len(watch) == 0 {
+		// Targets in every namespace: the discovery RBAC is a ClusterRole.
+		good.Spec.NamespaceSelector = monitoringv1.NamespaceSelector{Any: true}
 	}
 	bad := good.DeepCopy()
 	bad.Name = "broken"
@@ -267,7 +298,7 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 		}
 		return len(vwc.Webhooks) > 0 && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0, "no CA bundle yet"
 	})
-	eventually(t, "Prometheus app/platform is reconciled with its StatefulSet, config and discovery ClusterRole", func() (bool, string) {
+	eventually(t, "the Prometheus is reconciled with its StatefulSet, config and discovery RBAC", func() (bool, string) {
 		var p monitoringv1.Prometheus
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(prom), &p); err != nil {
 			return false, err.Error()
@@ -278,6 +309,11 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 		var sts appsv1.StatefulSet
 		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-platform"}, &sts); err != nil {
 			return false, err.Error()
+		}
+		if len(watch) > 0 {
+			var r rbacv1.Role
+			err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: promrender.RBACName(prom)}, &r)
+			return err == nil, fmt.Sprintf("discovery Role: %v", err)
 		}
 		var crs rbacv1.ClusterRoleList
 		if err := k8s.List(testCtx, &crs, client.MatchingLabels{"app.kubernetes.io/managed-by": "lookout"}); err != nil || len(crs.Items) == 0 {
@@ -312,7 +348,7 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 		}
 		return false, fmt.Sprintf("%d events, none a warning on %s", len(evs.Items), bad.Name)
 	})
-	eventually(t, "Alertmanager app/main is reconciled and accepts the AlertmanagerConfig", func() (bool, string) {
+	eventually(t, "the Alertmanager is reconciled and accepts the AlertmanagerConfig", func() (bool, string) {
 		var a monitoringv1.Alertmanager
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(am), &a); err != nil {
 			return false, err.Error()
@@ -331,7 +367,7 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 	if err := k8s.Delete(testCtx, prom); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Prometheus app/platform is finalized and gone", func() (bool, string) {
+	eventually(t, "the Prometheus is finalized and gone", func() (bool, string) {
 		err := k8s.Get(testCtx, client.ObjectKeyFromObject(prom), &monitoringv1.Prometheus{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -342,47 +378,49 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 		sort.Strings(forbidden)
 		t.Fatalf("the operator got %d forbidden responses with the install's RBAC:\n%s", len(forbidden), strings.Join(forbidden, "\n"))
 	}
+}
 
-	t.Run("the dashboard and the alerts query only metrics the operator and the reloader export", func(t *testing.T) {
-		exported := exportedMetrics(t)
-		var exprs []string
-		var dash struct {
-			Panels []struct {
-				Targets []struct {
-					Expr string `json:"expr"`
-				} `json:"targets"`
-			} `json:"panels"`
+// checkQueries checks every query of the dashboard and the alerts against the
+// metrics the operator exported while it ran.
+func checkQueries(t *testing.T) {
+	exported := exportedMetrics(t)
+	var exprs []string
+	var dash struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(install.DashboardJSON), &dash); err != nil {
+		t.Fatalf("the dashboard is not valid JSON: %v", err)
+	}
+	if len(dash.Panels) == 0 {
+		t.Fatal("the dashboard has no panels")
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs = append(exprs, grafanaVariables.Replace(tg.Expr))
 		}
-		if err := json.Unmarshal([]byte(install.DashboardJSON), &dash); err != nil {
-			t.Fatalf("the dashboard is not valid JSON: %v", err)
+	}
+	for _, g := range install.PrometheusRule(install.Options{}).Spec.Groups {
+		for _, r := range g.Rules {
+			exprs = append(exprs, r.Expr.String())
 		}
-		if len(dash.Panels) == 0 {
-			t.Fatal("the dashboard has no panels")
+	}
+	for _, expr := range exprs {
+		e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+		if err != nil {
+			t.Errorf("query %q does not parse: %v", expr, err)
+			continue
 		}
-		for _, p := range dash.Panels {
-			for _, tg := range p.Targets {
-				exprs = append(exprs, grafanaVariables.Replace(tg.Expr))
+		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+			if vs, ok := n.(*parser.VectorSelector); ok && !exported[vs.Name] {
+				t.Errorf("query %q reads %s, which neither the operator nor the reloader exports", expr, vs.Name)
 			}
-		}
-		for _, g := range install.PrometheusRule(install.Options{}).Spec.Groups {
-			for _, r := range g.Rules {
-				exprs = append(exprs, r.Expr.String())
-			}
-		}
-		for _, expr := range exprs {
-			e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
-			if err != nil {
-				t.Errorf("query %q does not parse: %v", expr, err)
-				continue
-			}
-			parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-				if vs, ok := n.(*parser.VectorSelector); ok && !exported[vs.Name] {
-					t.Errorf("query %q reads %s, which neither the operator nor the reloader exports", expr, vs.Name)
-				}
-				return nil
-			})
-		}
-	})
+			return nil
+		})
+	}
 }
 
 // grafanaVariables replaces the dashboard's variables by values PromQL parses.
