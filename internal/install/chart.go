@@ -21,6 +21,7 @@ const (
 	phReplicas      = "__REPLICAS__"
 	phExtraArgs     = "__EXTRA_ARGS__"
 	phBlock         = "__BLOCK_"
+	phNSSelector    = "__NAMESPACE_SELECTOR__"
 )
 
 var scalarActions = strings.NewReplacer(
@@ -36,8 +37,9 @@ var scalarActions = strings.NewReplacer(
 var escapeActions = strings.NewReplacer("{{", `{{"{{"}}`, "}}", `{{"}}"}}`)
 
 var (
-	blockLine = regexp.MustCompile(`(?m)^( *)(- )?([A-Za-z]+): ` + phBlock + `([A-Za-z.]+)__$`)
-	listLine  = regexp.MustCompile(`(?m)^( *)- ` + phExtraArgs + `$`)
+	nsSelectorLine = regexp.MustCompile(`(?m)^( *)namespaceSelector: ` + phNSSelector + `$`)
+	blockLine      = regexp.MustCompile(`(?m)^( *)(- )?([A-Za-z]+): ` + phBlock + `([A-Za-z.]+)__$`)
+	listLine       = regexp.MustCompile(`(?m)^( *)- ` + phExtraArgs + `$`)
 )
 
 // template turns objects rendered with placeholders into a template.
@@ -64,6 +66,11 @@ func template(objs []runtime.Object, edit func(map[string]any)) (string, error) 
 		indent, key, value := g[1], g[3], g[4]
 		return fmt.Sprintf("%[1]s{{- with $.Values.%[3]s }}\n%[1]s%[2]s:\n%[1]s  {{- toYaml . | nindent %[4]d }}\n%[1]s{{- end }}",
 			indent, key, value, len(indent)+2)
+	})
+	s = nsSelectorLine.ReplaceAllStringFunc(s, func(line string) string {
+		indent := nsSelectorLine.FindStringSubmatch(line)[1]
+		return fmt.Sprintf("%[1]snamespaceSelector:\n%[1]s{{- if $.Values.namespaces }}\n%[1]s  matchNames:\n%[1]s  {{- toYaml $.Values.namespaces | nindent %[2]d }}\n%[1]s{{- else }}\n%[1]s  any: true\n%[1]s{{- end }}",
+			indent, len(indent)+2)
 	})
 	s = listLine.ReplaceAllStringFunc(s, func(line string) string {
 		indent := listLine.FindStringSubmatch(line)[1]
@@ -175,7 +182,12 @@ func chart(out map[string][]byte, crds []crdFile) error {
 	if err := add("webhook.yaml", ".Values.webhook.enabled", []runtime.Object{WebhookService(o), WebhookConfiguration(o)}, nil); err != nil {
 		return err
 	}
-	if err := add("selfmonitoring.yaml", ".Values.selfMonitoring.enabled", []runtime.Object{ServiceMonitor(o), PrometheusRule(o), Dashboard(o)}, nil); err != nil {
+	self := []runtime.Object{ServiceMonitor(o), ReloaderPodMonitor(o), PrometheusRule(o), Dashboard(o)}
+	if err := add("selfmonitoring.yaml", ".Values.selfMonitoring.enabled", self, func(m map[string]any) {
+		if m["kind"] == "PodMonitor" {
+			set(m, "spec.namespaceSelector", phNSSelector)
+		}
+	}); err != nil {
 		return err
 	}
 

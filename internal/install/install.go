@@ -131,7 +131,7 @@ func Groups(o Options) []Group {
 		gs = append(gs, Group{File: "webhook.yaml", Objects: []runtime.Object{WebhookService(o), WebhookConfiguration(o)}})
 	}
 	if !o.NoSelfMonitoring {
-		gs = append(gs, Group{File: "selfmonitoring.yaml", Objects: []runtime.Object{ServiceMonitor(o), PrometheusRule(o), Dashboard(o)}})
+		gs = append(gs, Group{File: "selfmonitoring.yaml", Objects: []runtime.Object{ServiceMonitor(o), ReloaderPodMonitor(o), PrometheusRule(o), Dashboard(o)}})
 	}
 	return gs
 }

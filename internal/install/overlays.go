@@ -35,6 +35,8 @@ func overlays(out map[string][]byte) error {
 	if err := argsPatch(&patches, def, ns); err != nil {
 		return err
 	}
+	fmt.Fprintf(&patches, "- target:\n    kind: PodMonitor\n    name: %s\n  patch: |-\n    - op: replace\n      path: /spec/namespaceSelector\n      value: %s\n",
+		ReloaderPodMonitorName, mustJSON(ReloaderPodMonitor(ns).Spec.NamespaceSelector))
 	out[NamespacedDir+"/kustomization.yaml"] = kustomization([]string{"../default", "watched-roles.yaml"}, patches.String())
 
 	// cert-manager: a self-signed Issuer and a Certificate for the webhook

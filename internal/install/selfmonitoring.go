@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 // DashboardJSON is the Grafana dashboard of the operator. Its queries use
@@ -26,6 +28,32 @@ func Dashboard(o Options) *corev1.ConfigMap {
 		Data:       map[string]string{"lookout.json": DashboardJSON},
 	}
 }
+
+// ReloaderPodMonitor scrapes the config reloader next to every Prometheus and
+// Alertmanager the operator runs (its reload outcomes feed
+// LookoutConfigNotReloaded), in the namespaces the operator watches.
+func ReloaderPodMonitor(o Options) *monitoringv1.PodMonitor {
+	o.defaults()
+	nsSel := monitoringv1.NamespaceSelector{Any: true}
+	if len(o.WatchNamespaces) > 0 {
+		nsSel = monitoringv1.NamespaceSelector{MatchNames: o.WatchNamespaces}
+	}
+	port := workload.ReloaderPortName
+	return &monitoringv1.PodMonitor{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "PodMonitor"},
+		ObjectMeta: meta(ReloaderPodMonitorName, o.Namespace, nil),
+		Spec: monitoringv1.PodMonitorSpec{
+			NamespaceSelector: nsSel,
+			Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: "app.kubernetes.io/name", Operator: metav1.LabelSelectorOpIn, Values: []string{"prometheus", "alertmanager"},
+			}}},
+			PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{{Port: &port}},
+		},
+	}
+}
+
+// ReloaderPodMonitorName names ReloaderPodMonitor.
+const ReloaderPodMonitorName = "lookout-reloaders"
 
 func alert(name, expr, forDuration, severity, summary, description string) monitoringv1.Rule {
 	d := monitoringv1.Duration(forDuration)
