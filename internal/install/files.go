@@ -175,28 +175,27 @@ func toMap(o any) (map[string]any, error) {
 		return nil, fmt.Errorf("convert %T: %w", o, err)
 	}
 	delete(m, "status")
-	prune(m)
+	DropEmpty(m)
 	return m, nil
 }
 
-// prune drops nil values and the null creationTimestamp everywhere.
-func prune(m map[string]any) {
+// DropEmpty removes, recursively, nulls and empty maps other than emptyDir:
+// what a typed struct marshals for fields that are not set (an empty status,
+// a null creationTimestamp), and a YAML file leaves out.
+func DropEmpty(m map[string]any) {
 	for k, v := range m {
 		switch v := v.(type) {
 		case nil:
 			delete(m, k)
 		case map[string]any:
-			prune(v)
-			if k == "metadata" || k == "resources" {
-				delete(v, "creationTimestamp")
-			}
+			DropEmpty(v)
 			if len(v) == 0 && k != "emptyDir" {
 				delete(m, k)
 			}
 		case []any:
 			for _, e := range v {
 				if em, ok := e.(map[string]any); ok {
-					prune(em)
+					DropEmpty(em)
 				}
 			}
 		}

@@ -1,16 +1,24 @@
 package install
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/install"
@@ -126,4 +134,74 @@ func installCertManagerStandIns(t *testing.T) {
 			t.Fatalf("CRD %s not established: %v", crd.Name, err)
 		}
 	}
+}
+
+// Each overlay, rendered by kustomize, is exactly what internal/install gives
+// for that variant: the patches are derived from it, and this holds them to it.
+func TestEachKustomizeOverlayRendersTheObjectsOfItsVariant(t *testing.T) {
+	crds := objectsOf(t, runTool(t, nil, kubectl, "kustomize", install.CRDDir))
+	for _, c := range []struct {
+		dir   string
+		opts  install.Options
+		extra []runtime.Object
+	}{
+		{install.KustomizeBase, install.Options{}, nil},
+		{install.NamespacedDir, install.Options{WatchNamespaces: install.ExampleWatchNamespaces}, nil},
+		{install.CertManagerDir, install.Options{CertManager: true}, install.CertManagerObjects(install.Options{CertManager: true})},
+	} {
+		t.Run(filepath.Base(c.dir), func(t *testing.T) {
+			got := objectsOf(t, runTool(t, nil, kubectl, "kustomize", c.dir))
+			want := map[string]any{}
+			maps.Copy(want, crds)
+			for _, o := range append(install.Objects(c.opts), c.extra...) {
+				b, err := json.Marshal(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				maps.Copy(want, objectsOf(t, b))
+			}
+			for k := range want {
+				if _, ok := got[k]; !ok {
+					t.Errorf("kustomize %s lacks %s", c.dir, k)
+				}
+			}
+			for k, g := range got {
+				w, ok := want[k]
+				if !ok {
+					t.Errorf("kustomize %s renders %s, which the variant does not have", c.dir, k)
+					continue
+				}
+				if !reflect.DeepEqual(g, w) {
+					gb, _ := json.Marshal(g)
+					wb, _ := json.Marshal(w)
+					t.Errorf("kustomize %s renders %s differently:\n got %s\nwant %s", c.dir, k, gb, wb)
+				}
+			}
+		})
+	}
+}
+
+// objectsOf parses a YAML or JSON stream into plain JSON values keyed by
+// kind/namespace/name, without the fields an empty typed struct adds.
+func objectsOf(t *testing.T, stream []byte) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if m == nil {
+			continue
+		}
+		delete(m, "status")
+		install.DropEmpty(m)
+		md, _ := m["metadata"].(map[string]any)
+		key := fmt.Sprintf("%v/%v/%v", m["kind"], md["namespace"], md["name"])
+		out[key] = m
+	}
+	return out
 }
