@@ -109,13 +109,13 @@ func set(m map[string]any, path string, v any) {
 	}
 }
 
-func chart(out map[string][]byte, crds []crdFile) error {
+func chart(out map[string][]byte) error {
 	o := Options{Namespace: phNamespace, Image: phImage, ReloaderImage: phReloaderImage}
 	o.defaults()
 	dir := ChartDir + "/"
-	for _, c := range crds {
-		out[dir+"crds/"+c.name] = c.data
-	}
+	// No crds/: Helm stores the whole chart in the release Secret, and the
+	// ten CRDs alone take it past the 1 MiB an object may have (the install
+	// test found it). They are applied first, server-side, from config/crd.
 	add := func(name, cond string, objs []runtime.Object, edit func(map[string]any)) error {
 		t, err := template(objs, edit)
 		if err != nil {

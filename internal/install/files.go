@@ -76,7 +76,7 @@ func Files(root string) (map[string][]byte, error) {
 	if err := overlays(out); err != nil {
 		return nil, err
 	}
-	if err := chart(out, crds); err != nil {
+	if err := chart(out); err != nil {
 		return nil, err
 	}
 	return out, nil

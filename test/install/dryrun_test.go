@@ -77,7 +77,6 @@ func TestTheHelmChartLintsAndItsTemplatesApplyWithAServerSideDryRun(t *testing.T
 			args := append([]string{"template", "lookout", install.ChartDir, "--namespace", install.DefaultNamespace}, c.set...)
 			manifests := runTool(t, nil, helm, args...)
 			expectApplied(t, manifests, dryRun(t, manifests))
-			// --include-crds is not used: CRDs come from the chart's crds/ on install.
 			if c.name == "watching two namespaces, with extra flags" && !strings.Contains(string(manifests), "--namespaces=team-a,team-b") {
 				t.Errorf("the rendered Deployment does not pass --namespaces:\n%s", manifests)
 			}

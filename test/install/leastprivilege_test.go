@@ -64,29 +64,20 @@ func (f forbiddenCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// installRBAC creates what the install grants the operator, as an
-// administrator would: its ServiceAccount, ClusterRoles, Roles, bindings and
-// the ValidatingWebhookConfiguration.
-func installRBAC(t *testing.T, o install.Options) {
+// installWithHelm installs the chart for real (the release is stored in a
+// Secret, which must stay under 1 MiB) and uninstalls it when the test ends.
+func installWithHelm(t *testing.T) {
 	t.Helper()
-	if len(o.WatchNamespaces) > 0 {
-		// Only the Roles of the watched namespaces: no cluster-wide
-		// binding of the watched rules left from another run.
-		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: install.WatchedRoleName}}
-		if err := k8s.Delete(testCtx, crb); err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-	}
-	objs := append([]any{install.ServiceAccount(o)}, install.WebhookConfiguration(o))
-	for _, r := range install.RBAC(o) {
-		objs = append(objs, r)
-	}
-	for _, obj := range objs {
-		co := obj.(client.Object)
-		if err := k8s.Create(testCtx, co); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create %T %s: %v", obj, co.GetName(), err)
-		}
-	}
+	runTool(t, nil, helm, "--kubeconfig", cp.KubeconfigPath, "install", install.Name, install.ChartDir, "--namespace", install.DefaultNamespace)
+	t.Cleanup(func() {
+		runTool(t, nil, helm, "--kubeconfig", cp.KubeconfigPath, "uninstall", install.Name, "--namespace", install.DefaultNamespace)
+	})
+}
+
+// installWithKustomize applies the namespaced overlay for real.
+func installWithKustomize(t *testing.T) {
+	t.Helper()
+	runTool(t, nil, kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "--server-side", "-k", install.NamespacedDir)
 }
 
 // operatorConfig is a client configuration with a token of the operator's
@@ -208,23 +199,28 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 
 func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *testing.T) {
 	for _, m := range []struct {
-		name string
+		name    string
+		install func(*testing.T)
 		// watch is --namespaces; ns is where the objects are.
 		watch []string
 		ns    string
 	}{
-		{name: "watching the namespace team-a, with Roles there", watch: []string{"team-a"}, ns: "team-a"},
-		{name: "watching all namespaces", ns: "app"},
+		{name: "installed by the Helm chart, watching all namespaces", install: installWithHelm, ns: "app"},
+		{name: "installed by the namespaced kustomize overlay, watching team-a and team-b", install: installWithKustomize,
+			watch: install.ExampleWatchNamespaces, ns: "team-a"},
 	} {
-		t.Run(m.name, func(t *testing.T) { leastPrivilegeFlow(t, m.watch, m.ns) })
+		t.Run(m.name, func(t *testing.T) {
+			m.install(t)
+			leastPrivilegeFlow(t, m.watch, m.ns)
+		})
 	}
 	t.Run("the dashboard and the alerts query only metrics the operator and the reloader export", checkQueries)
 }
 
-// leastPrivilegeFlow runs the operator with the install's RBAC for watch and
-// goes through every kind in ns; it fails on any 403.
+// leastPrivilegeFlow runs the operator with the RBAC just installed, as its
+// ServiceAccount, watching watch, and goes through every kind in ns; it fails
+// on any 403.
 func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
-	installRBAC(t, install.Options{WatchNamespaces: watch})
 	var mu sync.Mutex
 	var forbidden []string
 	startOperator(t, operatorConfig(t, &mu, &forbidden), watch)
@@ -246,7 +242,8 @@ func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
 				ServiceMonitorSelector:          all,
 				ServiceMonitorNamespaceSelector: all,
 			},
-			RuleSelector: all,
+			RuleSelector:          all,
+			RuleNamespaceSelector: all,
 		},
 	}
 	good := &monitoringv1.ServiceMonitor{
@@ -336,6 +333,17 @@ func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
 		return accepted(g.Status.Bindings) == "True" && accepted(b.Status.Bindings) == "False" && accepted(r.Status.Bindings) == "True",
 			fmt.Sprintf("good %s, broken %s, rule %s", accepted(g.Status.Bindings), accepted(b.Status.Bindings), accepted(r.Status.Bindings))
 	})
+	if len(watch) == 0 {
+		// The Prometheus selects rules in every namespace, the install's
+		// own alerts included: the controller accepts them.
+		eventually(t, "the install's PrometheusRule is accepted by the controller", func() (bool, string) {
+			var r monitoringv1.PrometheusRule
+			if err := k8s.Get(testCtx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: install.Name}, &r); err != nil {
+				return false, err.Error()
+			}
+			return accepted(r.Status.Bindings) == "True", "binding " + accepted(r.Status.Bindings)
+		})
+	}
 	eventually(t, "the rejection is an Event on the broken monitor", func() (bool, string) {
 		var evs eventsv1.EventList
 		if err := k8s.List(testCtx, &evs, client.InNamespace(ns)); err != nil {
