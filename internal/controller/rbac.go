@@ -32,8 +32,9 @@ type Permission struct {
 var (
 	readVerbs  = []string{"get", "list", "watch"}
 	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	// statusVerbs: status is patched (conditions, bindings), never replaced.
-	statusVerbs = []string{"get", "patch", "update"}
+	// statusVerbs: status is patched (conditions, bindings), never read
+	// through the subresource or replaced.
+	statusVerbs = []string{"patch"}
 )
 
 // Permissions is everything the operator does with the API: what the
@@ -48,8 +49,8 @@ var Permissions = []Permission{
 	// The workloads: watched, finalizers added and removed, status written.
 	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
 		Resources: []string{"prometheuses", "alertmanagers", "prometheusagents", "thanosrulers"},
-		Verbs:     []string{"get", "list", "watch", "patch", "update"},
-		Why:       "the workloads: watched, finalizer added and removed"},
+		Verbs:     []string{"get", "list", "watch", "patch"},
+		Why:       "the workloads: watched, finalizer added and removed (patch)"},
 	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
 		Resources: []string{"prometheuses/status", "alertmanagers/status", "prometheusagents/status", "thanosrulers/status"},
 		Verbs:     statusVerbs, Why: "Reconciled and Available conditions, replica counts"},
@@ -81,8 +82,6 @@ var Permissions = []Permission{
 		Verbs: readVerbs, Why: "granted to Prometheus for service discovery"},
 	{Scope: ScopeWatched, Group: "networking.k8s.io", Resources: []string{"ingresses"},
 		Verbs: readVerbs, Why: "granted to Prometheus for Probe ingress discovery"},
-	{Scope: ScopeWatched, Group: "", Resources: []string{"events"},
-		Verbs: []string{"create", "patch"}, Why: "Events on workloads and rejected objects (core API)"},
 	{Scope: ScopeWatched, Group: "events.k8s.io", Resources: []string{"events"},
 		Verbs: []string{"create", "patch"}, Why: "Events on workloads and rejected objects"},
 
