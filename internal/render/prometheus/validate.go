@@ -88,6 +88,11 @@ func validateCounts(p *monitoringv1.Prometheus) *SpecError {
 	if s.MaximumStartupDurationSeconds != nil && *s.MaximumStartupDurationSeconds < 60 {
 		return invalid("spec.maximumStartupDurationSeconds", "must be at least 60, got %d", *s.MaximumStartupDurationSeconds)
 	}
+	if s.Web != nil {
+		if err := workload.CheckWebTLS("spec.web.tlsConfig", s.Web.TLSConfig); err != nil {
+			return err
+		}
+	}
 	if s.Web != nil && s.Web.MaxConnections != nil && *s.Web.MaxConnections < 0 {
 		return invalid("spec.web.maxConnections", "must not be negative, got %d", *s.Web.MaxConnections)
 	}
@@ -250,8 +255,6 @@ func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	switch {
 	case s.Thanos != nil:
 		return unsupported("spec.thanos", "the Thanos sidecar is not generated; remove the field")
-	case s.Web != nil && s.Web.TLSConfig != nil:
-		return unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only: the kubelet probes and the reloader's reload request would need HTTPS, which is not generated yet; remove the field")
 	case s.PortName != "" && s.PortName != webPortName:
 		return unsupported("spec.portName", "the web port is always named \"web\"")
 	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:
