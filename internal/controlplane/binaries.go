@@ -26,6 +26,7 @@ const (
 	// web UI's assets.
 	AlertmanagerVersion  = "v0.31.1"
 	ControllerGenVersion = "v0.23.0"
+	HelmVersion          = "v3.22.0"
 )
 
 // Tool describes one binary that is built from a tools module.
@@ -65,6 +66,10 @@ var (
 		LDFlags: "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(AlertmanagerVersion, "v")}
 	ControllerGen = Tool{Name: "controller-gen", Module: "controller-gen", Version: ControllerGenVersion,
 		Package: "sigs.k8s.io/controller-tools/cmd/controller-gen", Estimate: "20 s"}
+	// Helm lints and renders charts/lookout in the install tests.
+	Helm = Tool{Name: "helm", Module: "helm", Version: HelmVersion,
+		Package: "helm.sh/helm/v3/cmd/helm", Estimate: "3 min",
+		LDFlags: "-X helm.sh/helm/v3/internal/version.version=" + HelmVersion}
 )
 
 // ControlPlaneTools are the binaries Start needs.

@@ -210,6 +210,17 @@ func walkReferences(in Input, v referenceVisitor) {
 			rr := &p.Spec.RemoteRead[i]
 			r.remote(rr.BasicAuth, rr.Authorization, rr.OAuth2, rr.TLSConfig, &rr.ProxyConfig)
 		}
+		if a := p.Spec.APIServerConfig; a != nil {
+			r.remote(a.BasicAuth, a.Authorization, nil, a.TLSConfig, &a.ProxyConfig)
+		}
+		if tr := p.Spec.TracingConfig; tr != nil && tr.TLSConfig != nil {
+			r.tls(&tr.TLSConfig.SafeTLSConfig)
+		}
+		if w := p.Spec.Web; w != nil && w.TLSConfig != nil {
+			r.secretOrConfigMap(&w.TLSConfig.Cert)
+			r.secret(&w.TLSConfig.KeySecret)
+			r.secretOrConfigMap(&w.TLSConfig.ClientCA)
+		}
 	}
 }
 
