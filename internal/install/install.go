@@ -27,6 +27,7 @@ import (
 
 	"github.com/lookout-operator/lookout/internal/controller"
 	"github.com/lookout-operator/lookout/internal/render/workload"
+	"github.com/lookout-operator/lookout/internal/version"
 	"github.com/lookout-operator/lookout/internal/webhook"
 )
 
@@ -41,10 +42,13 @@ const (
 	WebhookCertDir     = "/var/run/lookout/webhook-certs"
 	MetricsPort        = 8080
 	ProbePort          = 8081
-	// Version is the release the manifests point at.
-	Version       = "v0.1.0"
-	ImageRepo     = "ghcr.io/lookout-operator/lookout"
-	ReloaderRepo  = "ghcr.io/lookout-operator/lookout-reloader"
+	// Version is the release the committed manifests point at (they cannot follow
+	// git describe); `make images VERSION=<it>` builds the images they name.
+	Version = "v0.1.0"
+	// ImageRepo and ReloaderRepo are where the release images are published, as the
+	// operator names its own default reloader image.
+	ImageRepo     = version.ImageRepository + "/lookout"
+	ReloaderRepo  = version.ImageRepository + "/lookout-reloader"
 	runAsUser     = 65532
 	leaderLeaseID = "lookout-operator-leader"
 )
