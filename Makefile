@@ -55,7 +55,7 @@ verify: manifests vet ## Regenerate everything and fail when the tree changed
 demo: tools ## Start a local control plane with Lookout and an example, and explain how to explore it
 	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)'
 
-demo-node: tools ## Like demo, but the generated Prometheus runs on a real kubelet (containerd, runc, CNI bridge); see docs/real-node.md
+demo-node: tools ## The operator as a Deployment from its image (kustomize base) and its Prometheus, on a real kubelet (containerd, runc, CNI bridge); see docs/real-node.md
 	$(GO) run ./hack/demo-node
 
 fmt:

@@ -1,7 +1,9 @@
-// Command demo-node (make demo-node) starts the local control plane, a real node
-// (containerd, runc, a kubelet, a CNI bridge; see docs/real-node.md) and the operator,
-// creates a Prometheus that scrapes itself, waits until its pod is Ready on the kubelet
-// and Prometheus reports the target up, prints how to look around, and waits for Ctrl-C.
+// Command demo-node (make demo-node) starts the local control plane and a real node
+// (containerd, runc, a kubelet, a CNI bridge; see docs/real-node.md), installs the
+// operator on it as a Deployment from its image through the kustomize base, creates a
+// Prometheus that scrapes itself, waits until its pod is Ready on the kubelet, the
+// Prometheus Available and the target up, prints the Deployment, the pods and the
+// Prometheus and how to look around, and waits for Ctrl-C.
 package main
 
 import (
@@ -74,25 +76,36 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if err := env.WaitPrometheusAvailable(ctx, ns, "main", 2*time.Minute); err != nil {
+		return err
+	}
 	base := "http://" + pod.Status.PodIP + ":9090"
 	if err := node.WaitQuery(ctx, base, `up{service="prometheus-operated"} == 1`, 2*time.Minute); err != nil {
 		return err
 	}
-	kubectl, err := controlplane.Kubectl.Ensure(ctx, os.Stderr)
+	got, err := env.Get(ctx, "deploy,pods,prometheus")
 	if err != nil {
 		return err
 	}
+	kubectl := env.KubectlPath
 	fmt.Printf(`
-Prometheus %s/main runs on the kubelet of node %s (pod %s at %s), %s after the start.
+The operator runs on node %[6]s as the Deployment %[1]s/%[2]s from the image %[3]s,
+applied from the kustomize overlay %[4]s.
+Prometheus %[5]s/main runs on the kubelet too (pod %[7]s at %[8]s), %[9]s after the start.
 
-    export KUBECONFIG=%s
-    %s get nodes,pods -A -o wide
-    %s -n %s get events
-    curl -s '%s/api/v1/targets' | head -c 600
+$ kubectl get deploy,pods,prometheus -A -o wide
+%[10]s
+    export KUBECONFIG=%[11]s
+    %[12]s get nodes,pods -A -o wide
+    %[12]s -n %[5]s get events
+    %[12]s -n %[1]s get lease %[13]s -o jsonpath='{.spec.holderIdentity}'
+    curl -s '%[14]s/api/v1/targets' | head -c 600
 
-Images on the node: %s, %s, %s.
-`, ns, env.Node.Name, pod.Name, pod.Status.PodIP, time.Since(began).Round(time.Second),
-		env.CP.KubeconfigPath, kubectl, kubectl, ns, base, env.Images.Pause, env.Images.Reloader, env.Images.Prometheus)
+Images on the node: %[15]s, %[3]s, %[16]s, %[17]s.
+`, node.OperatorNamespace, node.OperatorDeployment, env.Images.Lookout, filepath.Join(work, "overlay"),
+		ns, env.Node.Name, pod.Name, pod.Status.PodIP, time.Since(began).Round(time.Second), got,
+		env.CP.KubeconfigPath, kubectl, node.LeaderLease, base,
+		env.Images.Pause, env.Images.Reloader, env.Images.Prometheus)
 	if *exitAfter {
 		return nil
 	}

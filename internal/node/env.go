@@ -18,38 +18,54 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/controlplane"
-	"github.com/lookout-operator/lookout/internal/devenv"
 	"github.com/lookout-operator/lookout/internal/scheme"
 )
 
-// Env is the local control plane, a real node and the operator binary, as test/node
-// and `make demo-node` use them.
+// Env is the local control plane, a real node and the operator installed on it from
+// its image through the kustomize base, as test/node and `make demo-node` use them.
 type Env struct {
-	CP       *controlplane.ControlPlane
-	Node     *Node
-	Operator *devenv.Operator
-	Images   Images
-	Client   client.Client
+	CP          *controlplane.ControlPlane
+	Node        *Node
+	Images      Images
+	Client      client.Client
+	KubectlPath string
+	// OperatorPods are the operator's pods once StartEnv has returned.
+	OperatorPods []corev1.Pod
+
+	installed bool
 }
 
-// StartEnv builds the binaries and the images (into work), starts the control plane
-// with the CRDs of the repository at root, the node, and the operator with the reloader
-// image the node has.
+// StartEnv builds the images (into work), starts the control plane with the CRDs of the
+// repository at root, the node with the images imported, and installs the operator
+// from its image through a kustomize overlay of config/default (in work/overlay); it
+// returns once the operator's Deployment is Ready and one of its pods leads.
 func StartEnv(ctx context.Context, root, work string, log io.Writer) (e *Env, err error) {
-	bins, err := devenv.Build(ctx, root, work, "")
+	promBin, err := controlplane.Prometheus.Ensure(ctx, log)
 	if err != nil {
 		return nil, err
 	}
 	e = &Env{}
-	if e.Images, err = BuildImages(ctx, root, work, bins.Prometheus, controlplane.PrometheusVersion); err != nil {
+	if e.KubectlPath, err = controlplane.Kubectl.Ensure(ctx, log); err != nil {
 		return nil, err
 	}
+	began := time.Now()
+	if e.Images, err = BuildImages(ctx, root, work, promBin, controlplane.PrometheusVersion); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "images built in %s\n", time.Since(began).Round(10*time.Millisecond))
 	defer func() {
 		if err != nil {
 			e.Stop()
 		}
 	}()
-	if e.CP, err = controlplane.Start(ctx, controlplane.Options{Log: log, CRDDir: filepath.Join(root, "config", "crd")}); err != nil {
+	// The CRDs are in the base too; installing them with the control plane lets
+	// kube-controller-manager's garbage collector know the kinds from its start.
+	// Without kube-proxy the webhook's Service has no ClusterIP that leads anywhere:
+	// with aggregator routing the apiserver calls webhooks at an endpoint of their
+	// Service (the pod's IP, which the host reaches over the node's bridge), so the
+	// base's Service-based configuration works unchanged.
+	if e.CP, err = controlplane.Start(ctx, controlplane.Options{Log: log, CRDDir: filepath.Join(root, "config", "crd"),
+		ExtraAPIServerArgs: []string{"--enable-aggregator-routing=true"}}); err != nil {
 		return nil, err
 	}
 	if e.Node, err = Start(ctx, e.CP, Options{Images: e.Images.Files, PauseImage: e.Images.Pause, Log: log}); err != nil {
@@ -58,9 +74,18 @@ func StartEnv(ctx context.Context, root, work string, log io.Writer) (e *Env, er
 	if e.Client, err = client.New(e.CP.RESTConfig, client.Options{Scheme: scheme.Scheme}); err != nil {
 		return nil, err
 	}
-	if e.Operator, err = devenv.StartOperator(ctx, bins.Lookout, e.CP.KubeconfigPath, filepath.Join(work, "operator.log"), "--reloader-image="+e.Images.Reloader); err != nil {
+	overlay := filepath.Join(work, "overlay")
+	if err := WriteOverlay(overlay, root, e.Images); err != nil {
 		return nil, err
 	}
+	installing := time.Now()
+	if err := e.InstallOperator(ctx, overlay); err != nil {
+		return nil, err
+	}
+	if e.OperatorPods, err = e.WaitOperatorReady(ctx, 5*time.Minute); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "operator Deployment Ready with %d pods and a leader, %s after it was applied\n", len(e.OperatorPods), time.Since(installing).Round(10*time.Millisecond))
 	return e, nil
 }
 
@@ -96,10 +121,11 @@ func (e *Env) SelfScrapingPrometheus(ctx context.Context, ns string) (*monitorin
 	return prom, nil
 }
 
-// Stop stops the operator, the node and the control plane.
+// Stop removes the operator's Deployment (the kubelet tears its pods down), then stops
+// the node and the control plane.
 func (e *Env) Stop() {
-	if e.Operator != nil {
-		e.Operator.Stop()
+	if e.installed {
+		_ = e.uninstallOperator(context.Background(), 2*time.Minute)
 	}
 	if e.Node != nil {
 		e.Node.Stop()
@@ -184,4 +210,25 @@ func poll(ctx context.Context, timeout time.Duration, check func() (bool, error)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// WaitPrometheusAvailable waits until the Prometheus's Available condition is True (what
+// `kubectl get prometheus` shows in its AVAILABLE column).
+func (e *Env) WaitPrometheusAvailable(ctx context.Context, ns, name string, timeout time.Duration) error {
+	err := poll(ctx, timeout, func() (bool, error) {
+		p := &monitoringv1.Prometheus{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == monitoringv1.Available && c.Status == monitoringv1.ConditionTrue && c.ObservedGeneration == p.Generation {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %+v", p.Status.Conditions)
+	})
+	if err != nil {
+		return fmt.Errorf("prometheus %s/%s not Available: %w\n%s", ns, name, err, e.OperatorLog())
+	}
+	return nil
 }

@@ -17,17 +17,20 @@ import (
 
 // Images are the OCI layout tarballs of a node test and the references they carry.
 type Images struct {
-	Pause, Reloader, Prometheus string // references
-	Files                       []string
+	Pause, Lookout, Reloader, Prometheus string // references
+	Files                                []string
 }
+
+// TestVersion tags the lookout and lookout-reloader images built for a node test.
+const TestVersion = "node-test"
 
 // TestRepository prefixes the images built for a node test: names no registry serves, so
 // a pod that asked for one the node does not have fails to pull instead of fetching
 // something else.
 const TestRepository = "lookout.test"
 
-// BuildImages builds, for this machine's architecture, the pause image, the
-// lookout-reloader image (the same builder as `make images`) and a Prometheus image from
+// BuildImages builds, for this machine's architecture, the pause image, the lookout and
+// lookout-reloader images (the same builder as `make images`) and a Prometheus image from
 // the prometheus binary at promBin, into dir.
 func BuildImages(ctx context.Context, root, dir, promBin, promVersion string) (Images, error) {
 	p := image.Platform{OS: "linux", Arch: runtime.GOARCH}
@@ -60,14 +63,16 @@ func BuildImages(ctx context.Context, root, dir, promBin, promVersion string) (I
 		return imgs, err
 	}
 
-	r := image.Release{Dir: root, Repository: TestRepository, Version: "node-test", Commit: "node-test",
+	r := image.Release{Dir: root, Repository: TestRepository, Version: TestVersion, Commit: TestVersion,
 		Created: created, Platforms: []image.Platform{p}}
-	if idx, err = r.Image(ctx, "lookout-reloader", "./cmd/lookout-reloader"); err != nil {
-		return imgs, err
-	}
-	imgs.Reloader = r.Ref("lookout-reloader")
-	if err := write("lookout-reloader", imgs.Reloader, idx); err != nil {
-		return imgs, err
+	for name, ref := range map[string]*string{"lookout": &imgs.Lookout, "lookout-reloader": &imgs.Reloader} {
+		if idx, err = r.Image(ctx, name, "./cmd/"+name); err != nil {
+			return imgs, err
+		}
+		*ref = r.Ref(name)
+		if err := write(name, *ref, idx); err != nil {
+			return imgs, err
+		}
 	}
 
 	prom, err := os.ReadFile(promBin)

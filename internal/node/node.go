@@ -319,7 +319,10 @@ imageGCLowThresholdPercent: 99
 # config through the API anyway).
 syncFrequency: 10s
 nodeStatusUpdateFrequency: 2s
-`, n.sock, n.Network.HostIP, ports[0], ports[1], filepath.Join(n.cp.Dir, "pki", "ca.crt"))
+# The containers' logs stay in the node's directory (not /var/log/pods), so Stop
+# removes them with the rest.
+podLogsDir: %q
+`, n.sock, n.Network.HostIP, ports[0], ports[1], filepath.Join(n.cp.Dir, "pki", "ca.crt"), n.PodLogsDir())
 	path := filepath.Join(n.Dir, "kubelet.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return err
@@ -339,6 +342,10 @@ nodeStatusUpdateFrequency: 2s
 	n.kubelet = p
 	return nil
 }
+
+// PodLogsDir is where the kubelet writes the containers' logs:
+// <namespace>_<pod>_<uid>/<container>/<restart>.log.
+func (n *Node) PodLogsDir() string { return filepath.Join(n.Dir, "pod-logs") }
 
 // Stop stops the kubelet, every container it started, containerd, and removes the
 // bridge, the service address, network namespaces, mounts, cgroups and the directory.

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func TestTheGeneratedPrometheusRunsOnARealKubeletAndScrapes(t *testing.T) {
+func TestTheOperatorDeploymentFromItsImageRunsAPrometheusThatScrapesOnARealKubelet(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("the node test must run as root (containerd, network namespaces, cgroups)")
 	}
@@ -44,7 +44,15 @@ func TestTheGeneratedPrometheusRunsOnARealKubeletAndScrapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Stop()
-	t.Logf("control plane, node and operator up in %s", time.Since(began).Round(time.Millisecond))
+	t.Logf("control plane, node and operator Deployment up in %s", time.Since(began).Round(time.Millisecond))
+	if len(env.OperatorPods) != 2 {
+		t.Errorf("%d operator pods, want the base's 2", len(env.OperatorPods))
+	}
+	for _, p := range env.OperatorPods {
+		if p.Spec.NodeName != env.Node.Name || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].Image != env.Images.Lookout {
+			t.Errorf("operator pod %s on node %q runs %+v, want the image %s on %s", p.Name, p.Spec.NodeName, p.Status.ContainerStatuses, env.Images.Lookout, env.Node.Name)
+		}
+	}
 
 	const ns = "node-e2e"
 	prom, err := env.SelfScrapingPrometheus(ctx, ns)
@@ -62,6 +70,11 @@ func TestTheGeneratedPrometheusRunsOnARealKubeletAndScrapes(t *testing.T) {
 	}()
 
 	created := time.Now()
+	refusal, err := env.WaitWebhookRefuses(ctx, ns, 2*time.Minute)
+	if err != nil {
+		t.Fatalf("the webhook on the node: %v\n%s", err, env.OperatorLog())
+	}
+	t.Logf("the webhook in the operator's pods refuses a rule that does not parse: %s", refusal)
 	pod, err := env.WaitPodReady(ctx, ns, "prometheus-main-0", 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +90,19 @@ func TestTheGeneratedPrometheusRunsOnARealKubeletAndScrapes(t *testing.T) {
 	if images["config-reloader"] != env.Images.Reloader || images["prometheus"] != env.Images.Prometheus {
 		t.Errorf("containers run %v, want the reloader %s and Prometheus %s", images, env.Images.Reloader, env.Images.Prometheus)
 	}
+	if err := env.WaitPrometheusAvailable(ctx, ns, "main", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	query := fmt.Sprintf(`up{namespace=%q, service="prometheus-operated", endpoint="web"} == 1`, ns)
 	if err := node.WaitQuery(ctx, "http://"+pod.Status.PodIP+":9090", query, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("Prometheus on the real node scrapes itself; %s in all", time.Since(began).Round(time.Millisecond))
+	t.Logf("Prometheus on the real node is Available and scrapes itself; %s in all", time.Since(began).Round(time.Millisecond))
+	out, err := env.Get(ctx, "deploy,pods,prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out)
 }
 
 type testWriter struct{ t *testing.T }
