@@ -106,7 +106,7 @@ func (e *Env) InstallOperator(ctx context.Context, dir string) error {
 	return nil
 }
 
-// Kubectl runs the cached kubectl against the control plane and returns its output.
+// kubectl runs the cached kubectl against the control plane and returns its output.
 func (e *Env) kubectl(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, e.KubectlPath, append([]string{"--kubeconfig", e.CP.KubeconfigPath}, args...)...)
 	var stderr bytes.Buffer
@@ -118,7 +118,7 @@ func (e *Env) kubectl(ctx context.Context, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// Get is `kubectl get what -A`, for the demo and test logs.
+// Get is `kubectl get what -A -o wide`, for the demo and test logs.
 func (e *Env) Get(ctx context.Context, what string) (string, error) {
 	out, err := e.kubectl(ctx, "get", what, "-A", "-o", "wide")
 	return string(out), err
