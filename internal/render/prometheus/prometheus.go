@@ -45,6 +45,10 @@ type Options struct {
 	// (default "lookout"). Pod selectors keep "prometheus-operator" whatever it is, so
 	// that StatefulSets migrated from the existing operator keep their selector.
 	OperatorName string
+	// DaemonSet runs one pod per node in a DaemonSet instead of StatefulSets (a
+	// PrometheusAgent's spec.mode DaemonSet); the reloader gets the node's name as
+	// $(NODE_NAME) for the config.
+	DaemonSet bool
 	// RBAC, when given, hands back the RBAC objects of the previous render
 	// when nothing they are made from changed (see RBACCache).
 	RBAC *RBACCache
@@ -104,8 +108,12 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error
 	if p.Annotations[AnnotationService] == "true" {
 		out = append(out, service(p, opts))
 	}
-	for shard := range ShardCount(p) {
-		out = append(out, statefulSet(p, opts, shard))
+	if opts.DaemonSet {
+		out = append(out, daemonSet(p, opts))
+	} else {
+		for shard := range ShardCount(p) {
+			out = append(out, statefulSet(p, opts, shard))
+		}
 	}
 
 	// The builders reuse slices and maps of p and opts; copy so that callers may change

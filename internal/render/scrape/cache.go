@@ -128,6 +128,9 @@ func generatorKey(g *generator) ([sha256.Size]byte, bool) {
 	h.Write(spec)
 	h.Write([]byte{0})
 	h.Write(g.globalYAML)
+	if g.nodeLocal {
+		h.Write([]byte("\x00node-local"))
+	}
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out, true

@@ -95,6 +95,7 @@ type generator struct {
 	role           string
 	shards         uint64
 	nameScheme     model.ValidationScheme
+	nodeLocal      bool
 
 	classes      map[string]*monitoringv1.ScrapeClass
 	defaultClass *monitoringv1.ScrapeClass
@@ -113,6 +114,7 @@ func newGenerator(in Input) (*generator, error) {
 		secrets:    in.Secrets,
 		configMaps: in.ConfigMaps,
 		nameScheme: model.UTF8Validation,
+		nodeLocal:  in.NodeLocal,
 		shards:     1,
 		role:       roleEndpoints,
 		classes:    map[string]*monitoringv1.ScrapeClass{},

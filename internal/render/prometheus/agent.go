@@ -1,0 +1,92 @@
+package prometheus
+
+import (
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
+)
+
+// AgentDaemonSet reports whether a runs one agent per node (spec.mode DaemonSet).
+func AgentDaemonSet(a *monitoringv1alpha1.PrometheusAgent) bool {
+	return a.Spec.Mode != nil && *a.Spec.Mode == monitoringv1alpha1.DaemonSetPrometheusAgentMode
+}
+
+// ValidateAgent checks a PrometheusAgent: what only an agent can get wrong (its mode,
+// fields an agent or its mode has no use for), then everything Validate checks for a
+// Prometheus on the shared fields. It returns the first problem as a *SpecError naming the
+// field.
+func ValidateAgent(a *monitoringv1alpha1.PrometheusAgent) error {
+	if err := workload.FirstError(a, validateAgentMode, validateAgentFields, validateAgentDaemonSet); err != nil {
+		return err
+	}
+	return Validate(AgentView(a))
+}
+
+func validateAgentMode(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
+	if m := a.Spec.Mode; m != nil {
+		switch *m {
+		case monitoringv1alpha1.StatefulSetPrometheusAgentMode, monitoringv1alpha1.DaemonSetPrometheusAgentMode:
+		default:
+			return invalid("spec.mode", "%q is not one of StatefulSet, DaemonSet", *m)
+		}
+	}
+	return nil
+}
+
+// validateAgentFields refuses the shared fields the agent does not honour.
+func validateAgentFields(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
+	s := &a.Spec
+	if v, err := imageSpec(AgentView(a)).ParsedVersion(); err == nil && v.Major < 3 {
+		return unsupported("spec.version", "agents are run with the --agent flag of Prometheus v3 or later, spec.version is "+imageSpec(AgentView(a)).VersionOrDefault())
+	}
+	switch {
+	case s.ShardingStrategy != nil:
+		return unsupported("spec.shardingStrategy", "agents shard by target address only; remove the field")
+	case s.OTLP != nil:
+		return unsupported("spec.otlp", "the OTLP receiver's translation settings are not written into the agent's config; remove the field")
+	case s.APIServerConfig != nil:
+		return unsupported("spec.apiserverConfig", "agents discover targets in the cluster they run in, with their ServiceAccount; remove the field")
+	case s.TracingConfig != nil:
+		return unsupported("spec.tracingConfig", "the agent's tracing section is not written; remove the field")
+	case s.TSDB != nil:
+		return unsupported("spec.tsdb", "an agent keeps a write-ahead log only, no TSDB to configure; remove the field")
+	case s.Runtime != nil:
+		return unsupported("spec.runtime", "the agent's Go runtime settings are not written; remove the field")
+	}
+	return nil
+}
+
+// validateAgentDaemonSet refuses what makes no sense with one agent per node: a count of
+// pods, StatefulSet storage and policies, and every kind of target that is not a pod on the
+// agent's own node (ServiceMonitors, Probes, ScrapeConfigs, additional scrape configs).
+func validateAgentDaemonSet(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
+	if !AgentDaemonSet(a) {
+		return nil
+	}
+	s := &a.Spec
+	const why = "a DaemonSet runs one agent per node and scrapes the pods of PodMonitors on that node only; remove the field or use mode StatefulSet"
+	set := []struct {
+		field string
+		isSet bool
+	}{
+		{"spec.replicas", s.Replicas != nil},
+		{"spec.shards", s.Shards != nil},
+		{"spec.storage", s.Storage != nil},
+		{"spec.persistentVolumeClaimRetentionPolicy", s.PersistentVolumeClaimRetentionPolicy != nil},
+		{"spec.podManagementPolicy", s.PodManagementPolicy != nil},
+		{"spec.updateStrategy", s.UpdateStrategy != nil},
+		{"spec.serviceMonitorSelector", s.ServiceMonitorSelector != nil},
+		{"spec.serviceMonitorNamespaceSelector", s.ServiceMonitorNamespaceSelector != nil},
+		{"spec.probeSelector", s.ProbeSelector != nil},
+		{"spec.probeNamespaceSelector", s.ProbeNamespaceSelector != nil},
+		{"spec.scrapeConfigSelector", s.ScrapeConfigSelector != nil},
+		{"spec.scrapeConfigNamespaceSelector", s.ScrapeConfigNamespaceSelector != nil},
+		{"spec.additionalScrapeConfigs", s.AdditionalScrapeConfigs != nil},
+	}
+	for _, f := range set {
+		if f.isSet {
+			return unsupported(f.field, why)
+		}
+	}
+	return nil
+}
