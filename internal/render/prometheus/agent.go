@@ -56,8 +56,8 @@ func validateAgentFields(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
 	return nil
 }
 
-// validateAgentDaemonSet refuses what makes no sense with one agent per node: a count of
-// pods, StatefulSet storage and policies, and every kind of target that is not a pod on the
+// validateAgentDaemonSet refuses what makes no sense with one agent per node, as the API's
+// own validation rules do where the cluster checks them: a count of pods or shards, StatefulSet storage and policies, and every kind of target that is not a pod on the
 // agent's own node (ServiceMonitors, Probes, ScrapeConfigs, additional scrape configs).
 func validateAgentDaemonSet(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
 	if !AgentDaemonSet(a) {
@@ -70,7 +70,7 @@ func validateAgentDaemonSet(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
 		isSet bool
 	}{
 		{"spec.replicas", s.Replicas != nil},
-		{"spec.shards", s.Shards != nil},
+		{"spec.shards", s.Shards != nil && *s.Shards > 1}, // the API defaults it to 1
 		{"spec.storage", s.Storage != nil},
 		{"spec.persistentVolumeClaimRetentionPolicy", s.PersistentVolumeClaimRetentionPolicy != nil},
 		{"spec.podManagementPolicy", s.PodManagementPolicy != nil},

@@ -78,7 +78,7 @@ func TestEveryPrometheusAgentSpecFieldIsHonouredOrRefused(t *testing.T) {
 		"spec.version":              func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Version = "v2.55.0" },
 		// DaemonSet mode: one agent per node, pods on that node only.
 		"spec.replicas": daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Replicas = ptr.To[int32](1) }),
-		"spec.shards":   daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Shards = ptr.To[int32](1) }),
+		"spec.shards":   daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Shards = ptr.To[int32](2) }),
 		"spec.storage":  daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Storage = &monitoringv1.StorageSpec{} }),
 		"spec.persistentVolumeClaimRetentionPolicy": daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) {
 			s.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
