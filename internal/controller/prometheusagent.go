@@ -45,8 +45,12 @@ var agentKind = &servedKind{
 	name:       monitoringv1alpha1.PrometheusAgentsKind,
 	controller: "prometheusagent",
 	newObject:  func() client.Object { return &monitoringv1alpha1.PrometheusAgent{} },
-	view:       func(o client.Object) *monitoringv1.Prometheus { return promrender.AgentView(o.(*monitoringv1alpha1.PrometheusAgent)) },
-	status:     func(o client.Object) *monitoringv1.PrometheusStatus { return &o.(*monitoringv1alpha1.PrometheusAgent).Status },
+	view: func(o client.Object) *monitoringv1.Prometheus {
+		return promrender.AgentView(o.(*monitoringv1alpha1.PrometheusAgent))
+	},
+	status: func(o client.Object) *monitoringv1.PrometheusStatus {
+		return &o.(*monitoringv1alpha1.PrometheusAgent).Status
+	},
 	render: func(o client.Object, in render.Inputs) (*render.Desired, error) {
 		return render.PrometheusAgent(o.(*monitoringv1alpha1.PrometheusAgent), in)
 	},

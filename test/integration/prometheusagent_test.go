@@ -107,7 +107,13 @@ func TestAPrometheusAgentBecomesItsObjectsAStatusAndBindings(t *testing.T) {
 		return false, nil
 	})
 
-	// A reconcile with nothing to change (a label on the agent) writes nothing.
+	// A reconcile with nothing to change (a label on the agent) writes nothing, once the
+	// StatefulSet's pod exists and its counts are in the agent's status (no kubelet runs
+	// it, so it stays unavailable).
+	eventually(t, "the agent's status counts the StatefulSet's pod", func() (bool, error) {
+		err := k8s.Get(testCtx, client.ObjectKeyFromObject(a), a)
+		return err == nil && a.Status.Replicas == 1 && a.Status.UpdatedReplicas == 1, err
+	})
 	before, beforeReconciles := writes.Load(), reconcilesOf(t, "prometheusagent")
 	update(t, a, func(a *monitoringv1alpha1.PrometheusAgent) { a.Labels = map[string]string{"touched": "yes"} })
 	eventually(t, "a reconcile ran", func() (bool, error) { return reconcilesOf(t, "prometheusagent") > beforeReconciles, nil })
