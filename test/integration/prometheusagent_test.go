@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/cli"
 )
 
 func newAgent(ns, name string, opts ...func(*monitoringv1alpha1.PrometheusAgent)) *monitoringv1alpha1.PrometheusAgent {
@@ -229,4 +232,33 @@ func agentConfig(ns, secret string) (string, error) {
 		return "", err
 	}
 	return gunzip(s.Data["prometheus.yaml.gz"])
+}
+
+func TestRenderingAnAgentFromFilesIsByteIdenticalToWhatTheControllerWrote(t *testing.T) {
+	ns := newNamespace(t)
+	pm := newPodMonitor(ns, "app")
+	a := newAgent(ns, "files")
+	mustCreate(t, pm)
+	mustCreate(t, a)
+	var cluster string
+	eventually(t, "the controller wrote the agent's config", func() (bool, error) {
+		var err error
+		cluster, err = agentConfig(ns, "prom-agent-files")
+		return err == nil && strings.Contains(cluster, "podMonitor/"+ns+"/app/0"), nil
+	})
+	for _, o := range []client.Object{a, pm} {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := exportObjects(t, []client.Object{a, pm})
+	var out, errOut bytes.Buffer
+	err := cli.Render(testCtx, cli.RenderOptions{Files: []string{dir}, PrometheusAgent: ns + "/files",
+		Output: cli.OutputConfig, ReloaderImage: "lookout-reloader:test"}, &out, &errOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != cluster {
+		t.Errorf("rendered config differs from the controller's:\n--- render\n%s\n--- controller\n%s", out.String(), cluster)
+	}
 }
