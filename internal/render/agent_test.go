@@ -174,7 +174,7 @@ func TestAnAgentRefusesWhatItDoesNotHonourByName(t *testing.T) {
 		{"refuses an unknown mode", newAgent("Deployment"), "spec.mode"},
 		{"refuses a Prometheus v2", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Version = "v2.55.0" }), "spec.version"},
 		{"refuses TSDB settings", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} }), "spec.tsdb"},
-		{"refuses the Thanos-less server fields the shared checks refuse", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.HostNetwork = true }), "spec.hostNetwork"},
+		{"refuses what the checks shared with Prometheus refuse", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.PortName = "http" }), "spec.portName"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -106,14 +106,10 @@ func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error
 		ImagePullSecrets:              s.ImagePullSecrets,
 		EnableServiceLinks:            s.EnableServiceLinks,
 		HostUsers:                     s.HostUsers,
-		HostNetwork:                   s.HostNetwork,
 		HostAliases:                   workload.HostAliases(s.HostAliases),
 	}
 	spec.DNSPolicy, spec.DNSConfig = workload.DNS(s.DNSPolicy, s.DNSConfig)
-	if s.HostNetwork && spec.DNSPolicy == "" {
-		// Cluster DNS names (the peers') must still resolve on the host network.
-		spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
-	}
+	workload.HostNetwork(&spec, s.HostNetwork)
 	return spec, nil
 }
 

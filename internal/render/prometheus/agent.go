@@ -33,25 +33,15 @@ func validateAgentMode(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
 	return nil
 }
 
-// validateAgentFields refuses the shared fields the agent does not honour.
+// validateAgentFields refuses the shared fields the agent does not honour; the others are
+// honoured, or refused, by the checks shared with Prometheus.
 func validateAgentFields(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
 	s := &a.Spec
 	if v, err := imageSpec(AgentView(a)).ParsedVersion(); err == nil && v.Major < 3 {
 		return unsupported("spec.version", "agents are run with the --agent flag of Prometheus v3 or later, spec.version is "+imageSpec(AgentView(a)).VersionOrDefault())
 	}
-	switch {
-	case s.ShardingStrategy != nil:
-		return unsupported("spec.shardingStrategy", "agents shard by target address only; remove the field")
-	case s.OTLP != nil:
-		return unsupported("spec.otlp", "the OTLP receiver's translation settings are not written into the agent's config; remove the field")
-	case s.APIServerConfig != nil:
-		return unsupported("spec.apiserverConfig", "agents discover targets in the cluster they run in, with their ServiceAccount; remove the field")
-	case s.TracingConfig != nil:
-		return unsupported("spec.tracingConfig", "the agent's tracing section is not written; remove the field")
-	case s.TSDB != nil:
+	if s.TSDB != nil {
 		return unsupported("spec.tsdb", "an agent keeps a write-ahead log only, no TSDB to configure; remove the field")
-	case s.Runtime != nil:
-		return unsupported("spec.runtime", "the agent's Go runtime settings are not written; remove the field")
 	}
 	return nil
 }

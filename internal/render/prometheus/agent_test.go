@@ -40,8 +40,11 @@ func TestEveryPrometheusAgentSpecFieldIsHonouredOrRefused(t *testing.T) {
 		"BodySizeLimit", "SampleLimit", "TargetLimit", "LabelLimit", "LabelNameLengthLimit", "LabelValueLengthLimit",
 		"KeepDroppedTargets", "MaximumStartupDurationSeconds", "ScrapeClasses", "ServiceDiscoveryRole", "ServiceName",
 		"TerminationGracePeriodSeconds", "HostUsers",
+		"OTLP", "APIServerConfig", "TracingConfig", "Runtime", "Containers", "InitContainers", "Volumes",
+		"VolumeMounts", "ListenLocal", "HostNetwork", "AutomountServiceAccountToken",
+		"RemoteWriteReceiverMessageVersions", "ScrapeFailureLogFile",
 		// Honoured for the values that work; the others are refused below.
-		"Web", "PortName", "AutomountServiceAccountToken", "ReloadStrategy", "ScrapeFailureLogFile",
+		"Web", "PortName", "ReloadStrategy", "ShardingStrategy",
 	}
 	daemonSet := func(set func(*monitoringv1alpha1.PrometheusAgentSpec)) func(*monitoringv1alpha1.PrometheusAgentSpec) {
 		return func(s *monitoringv1alpha1.PrometheusAgentSpec) {
@@ -51,31 +54,18 @@ func TestEveryPrometheusAgentSpecFieldIsHonouredOrRefused(t *testing.T) {
 	}
 	sel := &metav1.LabelSelector{}
 	refused := map[string]func(*monitoringv1alpha1.PrometheusAgentSpec){
-		"spec.shardingStrategy": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.ShardingStrategy = &monitoringv1.ShardingStrategy{} },
-		"spec.otlp":             func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.OTLP = &monitoringv1.OTLPConfig{} },
-		"spec.apiserverConfig":  func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.APIServerConfig = &monitoringv1.APIServerConfig{} },
-		"spec.tracingConfig":    func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TracingConfig = &monitoringv1.TracingConfig{} },
-		"spec.tsdb":             func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} },
-		"spec.runtime":          func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Runtime = &monitoringv1.RuntimeConfig{} },
-		"spec.containers":       func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Containers = make([]corev1.Container, 1) },
-		"spec.initContainers":   func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.InitContainers = make([]corev1.Container, 1) },
-		"spec.volumes":          func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Volumes = make([]corev1.Volume, 1) },
-		"spec.volumeMounts":     func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.VolumeMounts = make([]corev1.VolumeMount, 1) },
-		"spec.listenLocal":      func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.ListenLocal = true },
-		"spec.hostNetwork":      func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.HostNetwork = true },
-		"spec.remoteWriteReceiverMessageVersions": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
-			s.RemoteWriteReceiverMessageVersions = []monitoringv1.RemoteWriteMessageVersion{"V1.0"}
-		},
+		"spec.tsdb": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} },
 		"spec.web.tlsConfig": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
 			s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{}}}
 		},
-		"spec.portName":                     func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.PortName = "http" },
-		"spec.automountServiceAccountToken": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.AutomountServiceAccountToken = ptr.To(false) },
+		"spec.portName": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.PortName = "http" },
 		"spec.reloadStrategy": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
 			s.ReloadStrategy = ptr.To(monitoringv1.ProcessSignalReloadStrategyType)
 		},
-		"spec.scrapeFailureLogFile": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.ScrapeFailureLogFile = ptr.To("/var/log/failures") },
-		"spec.version":              func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Version = "v2.55.0" },
+		"spec.shardingStrategy.mode": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
+			s.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: ptr.To(monitoringv1.TopologyShardingStrategyMode)}
+		},
+		"spec.version": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Version = "v2.55.0" },
 		// DaemonSet mode: one agent per node, pods on that node only.
 		"spec.replicas": daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Replicas = ptr.To[int32](1) }),
 		"spec.shards":   daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Shards = ptr.To[int32](2) }),

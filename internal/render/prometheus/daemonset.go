@@ -17,7 +17,11 @@ const EnvNodeName = "NODE_NAME"
 
 // daemonSet runs one pod per node (a PrometheusAgent in DaemonSet mode): the same pod as a
 // StatefulSet's shard 0, selected without the shard label, since a DaemonSet has no shards.
-func daemonSet(p *monitoringv1.Prometheus, opts Options) *appsv1.DaemonSet {
+func daemonSet(p *monitoringv1.Prometheus, opts Options) (*appsv1.DaemonSet, error) {
+	pod, err := podSpec(p, opts, 0)
+	if err != nil {
+		return nil, err
+	}
 	fl := FlavourOf(p)
 	meta := ownedMeta(p, opts, fl.StatefulSetName(p.Name, 0))
 	meta.Labels[labelOpName] = p.Name
@@ -33,10 +37,10 @@ func daemonSet(p *monitoringv1.Prometheus, opts Options) *appsv1.DaemonSet {
 					Labels:      workload.PodLabels(p.Spec.PodMetadata, selector, map[string]string{fl.OwnerLabel: p.Name}),
 					Annotations: podTemplateAnnotations(p),
 				},
-				Spec: podSpec(p, opts, 0),
+				Spec: pod,
 			},
 		},
-	}
+	}, nil
 }
 
 // reloaderEnv is what the reloader substitutes in the config besides the pod's name: the

@@ -109,10 +109,18 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error
 		out = append(out, service(p, opts))
 	}
 	if opts.DaemonSet {
-		out = append(out, daemonSet(p, opts))
+		ds, err := daemonSet(p, opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ds)
 	} else {
 		for shard := range ShardCount(p) {
-			out = append(out, statefulSet(p, opts, shard))
+			sts, err := statefulSet(p, opts, shard)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sts)
 		}
 	}
 

@@ -49,9 +49,11 @@ type renderer struct {
 	// refuses too.
 	parser     parser.Parser
 	nameScheme model.ValidationScheme
-	// enforcedLabel is spec.enforcedNamespaceLabel; excluded is spec.excludedFromEnforcement.
+	// enforcedLabel is spec.enforcedNamespaceLabel; excluded is spec.excludedFromEnforcement,
+	// excludedRules the deprecated spec.prometheusRulesExcludedFromEnforce (both apply).
 	enforcedLabel string
 	excluded      []monitoringv1.ObjectReference
+	excludedRules []monitoringv1.PrometheusRuleExcludeConfig
 }
 
 // Feature flags (spec.enableFeatures) that change what the PromQL parser accepts.
@@ -67,6 +69,7 @@ func newRenderer(p *monitoringv1.Prometheus) (*renderer, error) {
 		nameScheme:    model.UTF8Validation,
 		enforcedLabel: spec.EnforcedNamespaceLabel,
 		excluded:      spec.ExcludedFromEnforcement,
+		excludedRules: spec.PrometheusRulesExcludedFromEnforce,
 	}
 	if spec.NameValidationScheme != nil {
 		switch *spec.NameValidationScheme {
@@ -316,6 +319,11 @@ func (r *renderer) enforces(pr *monitoringv1.PrometheusRule) bool {
 			ref.Resource == monitoringv1.PrometheusRuleName &&
 			ref.Namespace == pr.Namespace &&
 			(ref.Name == "" || ref.Name == pr.Name) {
+			return false
+		}
+	}
+	for _, ex := range r.excludedRules {
+		if ex.RuleNamespace == pr.Namespace && ex.RuleName == pr.Name {
 			return false
 		}
 	}
