@@ -112,7 +112,14 @@ func startTarget(t *testing.T, ns, name string, port int32) string {
 
 func runPrometheusPod(t *testing.T, ns, name string) *localpod.Pod {
 	t.Helper()
-	pod, err := devenv.RunPrometheusPod(testCtx, k8s, cp, bins, ns, name, t.TempDir())
+	return runStatefulSetPod(t, ns, "prometheus-"+name)
+}
+
+// runStatefulSetPod runs the first pod of the generated StatefulSet ns/stsName until the
+// test ends, and shows its logs when the test failed.
+func runStatefulSetPod(t *testing.T, ns, stsName string) *localpod.Pod {
+	t.Helper()
+	pod, err := devenv.RunStatefulSetPod(testCtx, k8s, cp, bins, ns, stsName, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
