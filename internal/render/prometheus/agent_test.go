@@ -54,10 +54,7 @@ func TestEveryPrometheusAgentSpecFieldIsHonouredOrRefused(t *testing.T) {
 	}
 	sel := &metav1.LabelSelector{}
 	refused := map[string]func(*monitoringv1alpha1.PrometheusAgentSpec){
-		"spec.tsdb": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} },
-		"spec.web.tlsConfig": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
-			s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{}}}
-		},
+		"spec.tsdb":     func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} },
 		"spec.portName": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.PortName = "http" },
 		"spec.reloadStrategy": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
 			s.ReloadStrategy = ptr.To(monitoringv1.ProcessSignalReloadStrategyType)

@@ -59,7 +59,7 @@ func validateNames(p *monitoringv1.Prometheus) *SpecError {
 	if errs := validation.IsDNS1123Label(p.Name); len(errs) > 0 {
 		return invalid("metadata.name", "%q cannot name the generated Services and StatefulSets: %s", p.Name, strings.Join(errs, "; "))
 	}
-	if longest := StatefulSetName(p.Name, ShardCount(p)-1); len(longest) > maxStatefulSetNameLength {
+	if longest := FlavourOf(p).StatefulSetName(p.Name, ShardCount(p)-1); len(longest) > maxStatefulSetNameLength {
 		return invalid("metadata.name", "the StatefulSet name %q is %d characters long, more than the %d a StatefulSet can have (its pods' controller-revision-hash label is limited to 63); use a shorter name",
 			longest, len(longest), maxStatefulSetNameLength)
 	}
@@ -87,6 +87,11 @@ func validateCounts(p *monitoringv1.Prometheus) *SpecError {
 	}
 	if s.MaximumStartupDurationSeconds != nil && *s.MaximumStartupDurationSeconds < 60 {
 		return invalid("spec.maximumStartupDurationSeconds", "must be at least 60, got %d", *s.MaximumStartupDurationSeconds)
+	}
+	if s.Web != nil {
+		if err := workload.CheckWebTLS("spec.web.tlsConfig", s.Web.TLSConfig); err != nil {
+			return err
+		}
 	}
 	if s.Web != nil && s.Web.MaxConnections != nil && *s.Web.MaxConnections < 0 {
 		return invalid("spec.web.maxConnections", "must not be negative, got %d", *s.Web.MaxConnections)
@@ -250,8 +255,6 @@ func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	switch {
 	case s.Thanos != nil:
 		return unsupported("spec.thanos", "the Thanos sidecar is not generated; remove the field")
-	case s.Web != nil && s.Web.TLSConfig != nil:
-		return unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only: the kubelet probes and the reloader's reload request would need HTTPS, which is not generated yet; remove the field")
 	case s.PortName != "" && s.PortName != webPortName:
 		return unsupported("spec.portName", "the web port is always named \"web\"")
 	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:
