@@ -169,7 +169,9 @@ func run(exitAfter bool, ldflags string) error {
 	kc("get", "alertmanagers,alertmanagerconfigs", "-n", "default")
 
 	step("Running the PrometheusAgent pod the operator generated (StatefulSet default/prom-agent-edge) in its own network namespace: it scrapes Service default/edge-app and remote-writes to Prometheus default/platform")
-	if err := runAgent(ctx, c, cp, bins, network, filepath.Join(out, "agent")); err != nil {
+	stopAgent, err := runAgent(ctx, c, cp, bins, network, filepath.Join(out, "agent"))
+	defer stopAgent()
+	if err != nil {
 		return err
 	}
 	kc("get", "prometheusagent/edge", "statefulset/prom-agent-edge", "secret/prom-agent-edge", "service/prometheus-agent-operated", "-n", "default")
@@ -360,15 +362,21 @@ func indentJSON(b []byte) string {
 // runAgent starts a second example app for the agent on the Alertmanagers' network, with a
 // ServiceMonitor the agent selects (team=edge), runs the agent's pod next to it and waits
 // for its samples to arrive at the demo's Prometheus (remote-write receiver on) with the
-// agent's external label cluster="edge". The pods stop with the demo.
-func runAgent(ctx context.Context, c client.Client, cp *controlplane.ControlPlane, bins devenv.Binaries, network *testhost.Network, dir string) error {
+// agent's external label cluster="edge". stop ends what it started, whatever the error.
+func runAgent(ctx context.Context, c client.Client, cp *controlplane.ControlPlane, bins devenv.Binaries, network *testhost.Network, dir string) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
 	app, err := network.NewHost()
 	if err != nil {
-		return err
+		return stop, err
 	}
-	go func() { <-ctx.Done(); app.Close() }()
+	stops = append(stops, app.Close)
 	if _, err := devenv.PublishTarget(ctx, c, app, "default", "edge-app", 8080); err != nil {
-		return err
+		return stop, err
 	}
 	sm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
@@ -379,19 +387,19 @@ func runAgent(ctx context.Context, c client.Client, cp *controlplane.ControlPlan
 		},
 	}}
 	if err := c.Create(ctx, sm); err != nil {
-		return err
+		return stop, err
 	}
 	agentHost, err := network.NewHost()
 	if err != nil {
-		return err
+		return stop, err
 	}
-	go func() { <-ctx.Done(); agentHost.Close() }()
+	stops = append(stops, agentHost.Close)
 	pod, err := devenv.RunStatefulSetPodOn(ctx, c, cp, bins, agentHost,
 		map[string]string{"prometheus-platform.default.svc": network.HostIP}, "default", "prom-agent-edge", dir)
 	if err != nil {
-		return err
+		return stop, err
 	}
-	go func() { <-ctx.Done(); pod.Stop() }()
+	stops = append(stops, pod.Stop)
 	q := `up{cluster="edge", service="edge-app"}`
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -412,15 +420,15 @@ func runAgent(ctx context.Context, c client.Client, cp *controlplane.ControlPlan
 				labels, _ := json.Marshal(r.Metric)
 				fmt.Printf("    agent %s scrapes %s; at Prometheus default/platform:\n    %s %v\n    query: curl -s 'http://127.0.0.1:9090/api/v1/query?query=%s'\n",
 					agentHost.IP, app.IP+":8080", labels, r.Value, url.QueryEscape(q))
-				return nil
+				return stop, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no sample from the agent reached Prometheus within 90s (last error: %v); agent logs in %s", err, dir)
+			return stop, fmt.Errorf("no sample from the agent reached Prometheus within 90s (last error: %v); agent logs in %s", err, dir)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return stop, ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
