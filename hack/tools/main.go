@@ -1,6 +1,6 @@
 // Command tools builds (or finds cached) the binaries the tests and the demo
-// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen]
-// (default: controlplane prometheus alertmanager)
+// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen] [helm] [node]
+// (default: controlplane prometheus alertmanager helm)
 package main
 
 import (
@@ -20,15 +20,17 @@ func main() {
 		"prometheus":     {controlplane.Prometheus},
 		"alertmanager":   controlplane.AlertmanagerTools,
 		"controller-gen": {controlplane.ControllerGen},
+		"helm":           {controlplane.Helm},
+		"node":           {controlplane.Kubelet},
 	}
 	args := os.Args[1:]
 	if len(args) == 0 {
-		args = []string{"controlplane", "prometheus", "alertmanager"}
+		args = []string{"controlplane", "prometheus", "alertmanager", "helm"}
 	}
 	for _, a := range args {
 		tools, ok := sets[a]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager or controller-gen)\n", a)
+			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, controller-gen, helm or node)\n", a)
 			os.Exit(2)
 		}
 		for _, t := range tools {

@@ -163,6 +163,7 @@ func (r *AlertmanagerReconciler) finalize(ctx context.Context, am *monitoringv1.
 }
 
 func (r *AlertmanagerReconciler) writeStatus(ctx context.Context, am *monitoringv1.Alertmanager, st *statusUpdate) error {
+	countReconcileError(monitoringv1.AlertmanagersKind, st)
 	next := am.Status.DeepCopy()
 	next.Paused = am.Spec.Paused
 	next.Selector = labels.SelectorFromSet(amrender.SelectorLabels(am.Name)).String()

@@ -28,6 +28,7 @@ type statusUpdate struct {
 func (r *PrometheusReconciler) writeStatus(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, st *statusUpdate) error {
 	k := r.served()
 	fl := promrender.FlavourOf(p)
+	countReconcileError(k.name, st)
 	next := p.Status.DeepCopy()
 	next.Paused = p.Spec.Paused
 	shards := promrender.ShardCount(p)

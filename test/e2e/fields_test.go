@@ -41,19 +41,7 @@ func TestTheRealPrometheusRunsTheSectionsTheSpecSets(t *testing.T) {
 	}
 	mustCreate(t, p)
 	dir := t.TempDir()
-	pod, err := devenv.RunPrometheusPod(testCtx, k8s, cp, bins, ns, "main", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pod.Stop()
-		if t.Failed() {
-			for _, c := range pod.Containers {
-				b, _ := os.ReadFile(c.LogPath)
-				t.Logf("--- %s log ---\n%s", c.Name, devenv.LastBytes(b, 3000))
-			}
-		}
-	})
+	runPrometheusPodIn(t, ns, "main", dir)
 
 	var cfg struct {
 		Data struct {

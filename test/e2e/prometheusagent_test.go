@@ -47,7 +47,7 @@ func TestAPrometheusAgentScrapesAndRemoteWritesWithItsExternalLabels(t *testing.
 		},
 	})
 
-	runStatefulSetPod(t, ns, "prom-agent-edge")
+	runStatefulSetPodIn(t, ns, "prom-agent-edge", t.TempDir())
 	// The agent serves no queries: what it scraped is seen at the receiver.
 	waitQueryAt(t, receiver, fmt.Sprintf(`up{job="app", namespace=%q, cluster="edge", prometheus=%q, prometheus_replica="prom-agent-edge-0"} == 1`, ns, ns+"/edge"),
 		"the agent's scraped sample arrives at the receiver with its external labels")

@@ -112,14 +112,20 @@ func startTarget(t *testing.T, ns, name string, port int32) string {
 
 func runPrometheusPod(t *testing.T, ns, name string) *localpod.Pod {
 	t.Helper()
-	return runStatefulSetPod(t, ns, "prometheus-"+name)
+	return runPrometheusPodIn(t, ns, name, t.TempDir())
 }
 
-// runStatefulSetPod runs the first pod of the generated StatefulSet ns/stsName until the
-// test ends, and shows its logs when the test failed.
-func runStatefulSetPod(t *testing.T, ns, stsName string) *localpod.Pod {
+// runPrometheusPodIn is runPrometheusPod with the pod's files (its volumes) under dir.
+func runPrometheusPodIn(t *testing.T, ns, name, dir string) *localpod.Pod {
 	t.Helper()
-	pod, err := devenv.RunStatefulSetPod(testCtx, k8s, cp, bins, ns, stsName, t.TempDir())
+	return runStatefulSetPodIn(t, ns, "prometheus-"+name, dir)
+}
+
+// runStatefulSetPodIn runs the first pod of the generated StatefulSet ns/stsName, with its
+// files under dir, until the test ends, and shows its logs when the test failed.
+func runStatefulSetPodIn(t *testing.T, ns, stsName, dir string) *localpod.Pod {
+	t.Helper()
+	pod, err := devenv.RunStatefulSetPod(testCtx, k8s, cp, bins, ns, stsName, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,11 +88,6 @@ func validateCounts(p *monitoringv1.Prometheus) *SpecError {
 	if s.MaximumStartupDurationSeconds != nil && *s.MaximumStartupDurationSeconds < 60 {
 		return invalid("spec.maximumStartupDurationSeconds", "must be at least 60, got %d", *s.MaximumStartupDurationSeconds)
 	}
-	if s.Web != nil {
-		if err := workload.CheckWebTLS("spec.web.tlsConfig", s.Web.TLSConfig); err != nil {
-			return err
-		}
-	}
 	if s.Web != nil && s.Web.MaxConnections != nil && *s.Web.MaxConnections < 0 {
 		return invalid("spec.web.maxConnections", "must not be negative, got %d", *s.Web.MaxConnections)
 	}
@@ -194,6 +189,9 @@ func specWithoutUserVolumes(s *monitoringv1.PrometheusSpec) monitoringv1.Prometh
 func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 	s := &p.Spec
 	if err := workload.CheckLogFlags(s.LogLevel, s.LogFormat); err != nil {
+		return err
+	}
+	if err := workload.CheckWebTLS("spec.web.tlsConfig", webTLS(p)); err != nil {
 		return err
 	}
 	for i, f := range s.EnableFeatures {
