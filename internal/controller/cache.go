@@ -71,8 +71,9 @@ const labelManagedBy = "app.kubernetes.io/managed-by"
 // controller generated.
 func generatedObject(labels map[string]string) bool {
 	_, prometheus := labels[promrender.LabelPrometheus]
+	_, agent := labels[promrender.LabelPrometheusAgent]
 	_, alertmanager := labels[amrender.LabelAlertmanager]
-	return prometheus || alertmanager
+	return prometheus || agent || alertmanager
 }
 
 // cachedKinds are the kinds the Applier reads from the cache.

@@ -168,9 +168,19 @@ func StartTarget(ctx context.Context, c client.Client, ns, name string, port int
 	if err != nil {
 		return nil, "", err
 	}
-	if err := host.ServeMetrics(int(port)); err != nil {
+	addr, err := PublishTarget(ctx, c, host, ns, name, port)
+	if err != nil {
 		host.Close()
 		return nil, "", err
+	}
+	return host, addr, nil
+}
+
+// PublishTarget serves /metrics on host's IP and port and publishes it as the Service
+// ns/name (label app=<name>, port metrics) with an EndpointSlice, as StartTarget does.
+func PublishTarget(ctx context.Context, c client.Client, host *testhost.Host, ns, name string, port int32) (string, error) {
+	if err := host.ServeMetrics(int(port)); err != nil {
+		return "", err
 	}
 	objs := []client.Object{
 		&corev1.Service{
@@ -187,11 +197,10 @@ func StartTarget(ctx context.Context, c client.Client, ns, name string, port int
 	}
 	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil {
-			host.Close()
-			return nil, "", fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+			return "", fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	return host, fmt.Sprintf("%s:%d", host.IP, port), nil
+	return fmt.Sprintf("%s:%d", host.IP, port), nil
 }
 
 // RunPrometheusPod waits for the operator's StatefulSet prometheus-<name>
@@ -199,13 +208,30 @@ func StartTarget(ctx context.Context, c client.Client, ns, name string, port int
 // the ServiceAccount the pod runs as (TokenRequest), so the RBAC the operator
 // granted is exactly what Prometheus and the reloader get.
 func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, ns, name, dir string) (*localpod.Pod, error) {
-	sts, err := waitStatefulSet(ctx, c, ns, "prometheus-"+name)
+	return RunStatefulSetPod(ctx, c, cp, bins, ns, promrender.StatefulSetName(name, 0), dir)
+}
+
+// RunStatefulSetPod is RunPrometheusPod for the first pod of any StatefulSet the operator
+// generates with a Prometheus container (a PrometheusAgent's prom-agent-<name>).
+func RunStatefulSetPod(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, ns, stsName, dir string) (*localpod.Pod, error) {
+	return RunStatefulSetPodOn(ctx, c, cp, bins, nil, nil, ns, stsName, dir)
+}
+
+// RunStatefulSetPodOn is RunStatefulSetPod in the network namespace of host (nil: the
+// host's own), with hosts as extra /etc/hosts entries (name → IP), so that two pods
+// listening on the same ports can run side by side.
+func RunStatefulSetPodOn(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, host *testhost.Host, hosts map[string]string, ns, stsName, dir string) (*localpod.Pod, error) {
+	sts, err := waitStatefulSet(ctx, c, ns, stsName)
 	if err != nil {
 		return nil, err
 	}
 	tok, err := serviceAccountToken(ctx, cp, ns, sts.Spec.Template.Spec.ServiceAccountName)
 	if err != nil {
 		return nil, err
+	}
+	netNS, podIP, readyIP := "", "", "127.0.0.1"
+	if host != nil {
+		netNS, podIP, readyIP = host.Namespace, host.IP, host.IP
 	}
 	pod, err := localpod.Start(ctx, localpod.Options{
 		Pod:           sts.Spec.Template.Spec,
@@ -218,11 +244,14 @@ func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.Con
 		APIServerHost: "127.0.0.1",
 		APIServerPort: cp.Port,
 		Dir:           dir,
+		NetNS:         netNS,
+		PodIP:         podIP,
+		Hosts:         hosts,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := localpod.WaitHTTP(ctx, "http://127.0.0.1:9090/-/ready", 60*time.Second); err != nil {
+	if err := localpod.WaitHTTP(ctx, "http://"+readyIP+":9090/-/ready", 60*time.Second); err != nil {
 		pod.Stop()
 		return nil, err
 	}

@@ -52,6 +52,9 @@ func ruleConfigMaps(p *monitoringv1.Prometheus, opts Options) []*corev1.ConfigMa
 }
 
 func ruleVolumes(p *monitoringv1.Prometheus) []corev1.Volume {
+	if FlavourOf(p).Agent {
+		return nil // an agent evaluates no rules
+	}
 	vols := make([]corev1.Volume, 0, RuleConfigMapSlots)
 	for i := range RuleConfigMapSlots {
 		vols = append(vols, corev1.Volume{Name: ruleVolumeName(i), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -63,6 +66,9 @@ func ruleVolumes(p *monitoringv1.Prometheus) []corev1.Volume {
 }
 
 func ruleMounts(p *monitoringv1.Prometheus) []corev1.VolumeMount {
+	if FlavourOf(p).Agent {
+		return nil
+	}
 	mounts := make([]corev1.VolumeMount, 0, RuleConfigMapSlots)
 	for i := range RuleConfigMapSlots {
 		mounts = append(mounts, corev1.VolumeMount{Name: ruleVolumeName(i), MountPath: path.Join(RulesDir, RuleConfigMapName(p.Name, i)), ReadOnly: true})

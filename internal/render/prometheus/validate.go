@@ -59,7 +59,7 @@ func validateNames(p *monitoringv1.Prometheus) *SpecError {
 	if errs := validation.IsDNS1123Label(p.Name); len(errs) > 0 {
 		return invalid("metadata.name", "%q cannot name the generated Services and StatefulSets: %s", p.Name, strings.Join(errs, "; "))
 	}
-	if longest := StatefulSetName(p.Name, ShardCount(p)-1); len(longest) > maxStatefulSetNameLength {
+	if longest := FlavourOf(p).StatefulSetName(p.Name, ShardCount(p)-1); len(longest) > maxStatefulSetNameLength {
 		return invalid("metadata.name", "the StatefulSet name %q is %d characters long, more than the %d a StatefulSet can have (its pods' controller-revision-hash label is limited to 63); use a shorter name",
 			longest, len(longest), maxStatefulSetNameLength)
 	}
