@@ -20,8 +20,8 @@ build: ## Build lookout and lookout-reloader into bin/
 	ln -sf lookout bin/kubectl-lookout   # with bin/ on PATH: kubectl lookout ...
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lookout-reloader ./cmd/lookout-reloader
 
-tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, Prometheus, Alertmanager and amtool
-	$(GO) run ./hack/tools controlplane prometheus alertmanager
+tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, Prometheus, Alertmanager, amtool and Thanos
+	$(GO) run ./hack/tools controlplane prometheus alertmanager thanos
 
 test: tools vet ## Unit, integration (real kube-apiserver) and end-to-end (real Prometheus) tests
 	@hack/check-no-leftovers.sh snapshot _output/processes-before-test

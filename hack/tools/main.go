@@ -1,5 +1,5 @@
 // Command tools builds (or finds cached) the binaries the tests and the demo
-// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen]
+// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen] [thanos]
 // (default: controlplane prometheus alertmanager)
 package main
 
@@ -20,6 +20,7 @@ func main() {
 		"prometheus":     {controlplane.Prometheus},
 		"alertmanager":   controlplane.AlertmanagerTools,
 		"controller-gen": {controlplane.ControllerGen},
+		"thanos":         {controlplane.Thanos},
 	}
 	args := os.Args[1:]
 	if len(args) == 0 {
@@ -28,7 +29,7 @@ func main() {
 	for _, a := range args {
 		tools, ok := sets[a]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager or controller-gen)\n", a)
+			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, controller-gen or thanos)\n", a)
 			os.Exit(2)
 		}
 		for _, t := range tools {
