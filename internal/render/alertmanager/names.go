@@ -57,8 +57,6 @@ const (
 	// The mesh port names of the existing operator's governing Service.
 	meshTCPPortName = "tcp-mesh"
 	meshUDPPortName = "udp-mesh"
-
-	maxStatefulSetNameLength = 52
 )
 
 // StatefulSetName is the name of the StatefulSet.
