@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	amrender "github.com/lookout-operator/lookout/internal/render/alertmanager"
+	thanosrender "github.com/lookout-operator/lookout/internal/render/thanos"
 	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 )
 
@@ -72,7 +73,8 @@ const labelManagedBy = "app.kubernetes.io/managed-by"
 func generatedObject(labels map[string]string) bool {
 	_, prometheus := labels[promrender.LabelPrometheus]
 	_, alertmanager := labels[amrender.LabelAlertmanager]
-	return prometheus || alertmanager
+	_, thanosRuler := labels[thanosrender.LabelThanosRuler]
+	return prometheus || alertmanager || thanosRuler
 }
 
 // cachedKinds are the kinds the Applier reads from the cache.
