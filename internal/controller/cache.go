@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	amrender "github.com/lookout-operator/lookout/internal/render/alertmanager"
-	thanosrender "github.com/lookout-operator/lookout/internal/render/thanos"
 	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
+	thanosrender "github.com/lookout-operator/lookout/internal/render/thanos"
 )
 
 // CacheOptions are the informer settings the controllers are written for:

@@ -256,7 +256,9 @@ func TestAThanosRulerWithAMissingObjectStorageSecretOrABadQueryEndpointKeepsItsS
 	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "objstore"}, &secret); err != nil {
 		t.Fatal(err)
 	}
-	update(t, &secret, func(s *corev1.Secret) { s.Data["bucket.yaml"] = []byte("type: FILESYSTEM\nconfig:\n  directory: /thanos/bucket\n") })
+	update(t, &secret, func(s *corev1.Secret) {
+		s.Data["bucket.yaml"] = []byte("type: FILESYSTEM\nconfig:\n  directory: /thanos/bucket\n")
+	})
 	eventually(t, "Reconciled=True once the key appears", reconciled(metav1.ConditionTrue, "", ""))
 	eventually(t, "the StatefulSet reads the object storage config from the Secret", func() (bool, error) {
 		if err := k8s.Get(testCtx, key, &sts); err != nil {
