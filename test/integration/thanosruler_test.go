@@ -36,15 +36,6 @@ func thanosRulerRule(ns, name, expr string) *monitoringv1.PrometheusRule {
 	return r
 }
 
-func trCondition(tr *monitoringv1.ThanosRuler, t monitoringv1.ConditionType) *monitoringv1.Condition {
-	for i := range tr.Status.Conditions {
-		if tr.Status.Conditions[i].Type == t {
-			return &tr.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // trBinding is the Accepted condition of ThanosRuler ns/name on r, nil when none.
 func trBinding(t *testing.T, ns, rule, name string) *monitoringv1.ConfigResourceCondition {
 	t.Helper()
@@ -75,27 +66,15 @@ func TestThanosRulerBecomesAStatefulSetAServiceAndRuleConfigMapsAndABadRuleIsRej
 	eventually(t, "the StatefulSet exists", func() (bool, error) {
 		return k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "thanos-ruler-global"}, &sts) == nil, nil
 	})
-	wantSelector := map[string]string{
+	checkStatefulSet(t, &sts, map[string]string{
 		"app.kubernetes.io/name": "thanos-ruler", "app.kubernetes.io/managed-by": "prometheus-operator",
 		"app.kubernetes.io/instance": "global", "thanos-ruler": "global",
-	}
-	if !mapsEqual(sts.Spec.Selector.MatchLabels, wantSelector) {
-		t.Errorf("selector %v, want %v", sts.Spec.Selector.MatchLabels, wantSelector)
-	}
-	if sts.Spec.ServiceName != "thanos-ruler-operated" || *sts.Spec.Replicas != 2 || !isControlledBy(&sts, tr) {
-		t.Errorf("serviceName %q replicas %d owners %v", sts.Spec.ServiceName, *sts.Spec.Replicas, sts.OwnerReferences)
-	}
-	args := sts.Spec.Template.Spec.Containers[0].Args
-	for _, want := range []string{
+	}, "thanos-ruler-operated", 2, tr)
+	checkArgs(t, "thanos-ruler", sts.Spec.Template.Spec.Containers[0].Args,
 		"rule", "--data-dir=/thanos/data", "--eval-interval=15s", "--tsdb.retention=24h",
 		`--label=thanos_ruler_replica="$(POD_NAME)"`, `--label=cluster="eu-1"`, "--alert.label-drop=thanos_ruler_replica",
-		"--rule-file=/etc/thanos/rules/*/*.yaml", "--query=thanos-query." + ns + ".svc:9090",
-		"--alertmanagers.url=http://alertmanager-operated." + ns + ".svc:9093",
-	} {
-		if !slices.Contains(args, want) {
-			t.Errorf("thanos-ruler args lack %s: %v", want, args)
-		}
-	}
+		"--rule-file=/etc/thanos/rules/*/*.yaml", "--query=thanos-query."+ns+".svc:9090",
+		"--alertmanagers.url=http://alertmanager-operated."+ns+".svc:9093")
 	var svc corev1.Service
 	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "thanos-ruler-operated"}, &svc); err != nil {
 		t.Fatal(err)
@@ -135,7 +114,7 @@ func TestThanosRulerBecomesAStatefulSetAServiceAndRuleConfigMapsAndABadRuleIsRej
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(tr), tr); err != nil {
 			return false, err
 		}
-		c := trCondition(tr, monitoringv1.Reconciled)
+		c := conditionOf(tr.Status.Conditions, monitoringv1.Reconciled)
 		return c != nil && c.Status == monitoringv1.ConditionTrue && c.ObservedGeneration == tr.Generation && tr.Status.Replicas == 2, nil
 	})
 
@@ -180,7 +159,7 @@ func TestThanosRulerDriftIsRevertedAndAQuietReconcileWritesNothing(t *testing.T)
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(tr), tr); err != nil {
 			return false, err
 		}
-		c := trCondition(tr, monitoringv1.Reconciled)
+		c := conditionOf(tr.Status.Conditions, monitoringv1.Reconciled)
 		return c != nil && c.Status == monitoringv1.ConditionTrue && tr.Status.Replicas == 1 &&
 			sts.Status.ObservedGeneration == sts.Generation && sts.Status.Replicas == 1 &&
 			trBinding(t, ns, "rules", "drift") != nil, nil
@@ -232,7 +211,7 @@ func TestAThanosRulerWithAMissingObjectStorageSecretOrABadQueryEndpointKeepsItsS
 			if err := k8s.Get(testCtx, client.ObjectKeyFromObject(tr), tr); err != nil {
 				return false, err
 			}
-			c := trCondition(tr, monitoringv1.Reconciled)
+			c := conditionOf(tr.Status.Conditions, monitoringv1.Reconciled)
 			return c != nil && c.ObservedGeneration == tr.Generation && string(c.Status) == string(status) &&
 				(reason == "" || c.Reason == reason) && strings.Contains(c.Message, contains), nil
 		}
