@@ -93,7 +93,7 @@ func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) corev1.PodSp
 	s := &p.Spec
 	spec := corev1.PodSpec{
 		InitContainers:                []corev1.Container{reloaderContainer(p, opts, shard, true)},
-		Containers:                    []corev1.Container{prometheusContainer(p), reloaderContainer(p, opts, shard, false)},
+		Containers:                    append([]corev1.Container{prometheusContainer(p), reloaderContainer(p, opts, shard, false)}, thanosSidecar(p)...),
 		Volumes:                       volumes(p),
 		ServiceAccountName:            ServiceAccountName(p),
 		AutomountServiceAccountToken:  ptrTo(true),
@@ -280,10 +280,9 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 			args = append(args, "--no-storage.tsdb.wal-compression")
 		}
 	}
-	if s.DisableCompaction {
-		// Equal minimum and maximum block durations: head blocks are never merged.
-		args = append(args, "--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h")
-	}
+	// Equal minimum and maximum block durations with spec.disableCompaction or a Thanos
+	// sidecar that uploads: head blocks are never merged.
+	args = append(args, thanosPrometheusArgs(p)...)
 	if q := s.Query; q != nil {
 		if q.LookbackDelta != nil {
 			args = append(args, "--query.lookback-delta="+*q.LookbackDelta)

@@ -44,6 +44,7 @@ func Validate(p *monitoringv1.Prometheus) error {
 		validatePodSpec,
 		validateFlags,
 		validateUnsupported,
+		validateThanos,
 	}
 	for _, check := range checks {
 		// Return the *SpecError only when set: a nil *SpecError in an error is not nil.
@@ -219,8 +220,6 @@ func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 		return unsupported("spec.volumes", "extra volumes are not added to the pods; use spec.secrets or spec.configMaps")
 	case len(s.VolumeMounts) > 0:
 		return unsupported("spec.volumeMounts", "extra volume mounts are not added to the pods; use spec.secrets or spec.configMaps")
-	case s.Thanos != nil:
-		return unsupported("spec.thanos", "the Thanos sidecar is not generated; remove the field")
 	case s.Web != nil && s.Web.TLSConfig != nil:
 		return unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only; remove the field")
 	case s.ListenLocal:

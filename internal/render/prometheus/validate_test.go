@@ -84,7 +84,13 @@ func TestValidateRejects(t *testing.T) {
 		},
 		{"rejects a startup duration under a minute", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.MaximumStartupDurationSeconds = ptrTo(int32(30)) })), "spec.maximumStartupDurationSeconds", ReasonInvalidSpec, []string{"at least 60"}},
 		{"reports extra containers as unsupported", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.Containers = []corev1.Container{{Name: "prometheus"}} })), "spec.containers", ReasonUnsupportedField, []string{"not supported by Lookout yet"}},
-		{"reports the Thanos sidecar as unsupported", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.Thanos = &monitoringv1.ThanosSpec{} })), "spec.thanos", ReasonUnsupportedField, []string{"Thanos"}},
+		{"reports the Thanos sidecar's TLS material from a Secret as unsupported", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.Thanos = &monitoringv1.ThanosSpec{GRPCServerTLSConfig: &monitoringv1.GRPCServerTLSConfig{TLSConfig: monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{
+				KeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}, Key: "tls.key"}}}}}
+		})), "spec.thanos.grpcServerTlsConfig.keySecret", ReasonUnsupportedField, []string{"Secrets"}},
+		{"refuses a Thanos sidecar minTime that is neither a time nor a duration", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.Thanos = &monitoringv1.ThanosSpec{MinTime: "yesterday"}
+		})), "spec.thanos.minTime", ReasonInvalidSpec, []string{"RFC3339"}},
 		{
 			"reports web TLS as unsupported",
 			newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
