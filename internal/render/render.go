@@ -138,6 +138,12 @@ func Prometheus(in Inputs) (*Desired, error) {
 	if errors.As(err, &remote) {
 		return nil, &SpecError{Reason: remote.Reason, Message: remote.Message}
 	}
+	// A spec field the config is made from (spec.tsdb, spec.tracingConfig, ...): its reason
+	// and a message naming it.
+	var field *workload.SpecError
+	if errors.As(err, &field) {
+		return nil, &SpecError{Reason: field.Reason, Message: field.Message}
+	}
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidConfig", Message: err.Error()}
 	}

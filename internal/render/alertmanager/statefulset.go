@@ -67,11 +67,7 @@ func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error
 		return corev1.PodSpec{}, err
 	}
 	spec.AutomountServiceAccountToken = workload.Ptr(true)
-	spec.HostNetwork = s.HostNetwork
-	if s.HostNetwork && spec.DNSPolicy == "" {
-		// Cluster DNS names (the peers') must still resolve on the host network.
-		spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
-	}
+	workload.HostNetwork(&spec, s.HostNetwork)
 	return spec, nil
 }
 

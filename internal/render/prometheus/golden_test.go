@@ -103,6 +103,32 @@ func TestGolden(t *testing.T) {
 			),
 			opts: newOptions(),
 		},
+		{
+			file: "pod-patches-volumes-host-network.yaml",
+			p: newPrometheus(
+				withVersion("v3.5.0"),
+				withSpec(func(s *monitoringv1.PrometheusSpec) {
+					s.PodMetadata = &monitoringv1.EmbeddedObjectMetadata{Name: "prometheus-pod"}
+					s.HostNetwork = true
+					s.ListenLocal = true
+					s.QueryLogFile = "query.log"
+					s.AllowOverlappingBlocks = true // v3 always allows them: no flag
+					s.TSDB = &monitoringv1.TSDBSpec{ChunkEncoding: &monitoringv1.ChunkEncodingSpec{Floats: ptrTo(monitoringv1.ChunkEncodingFloatsXor2)}}
+					s.Containers = []corev1.Container{
+						{Name: "prometheus", Env: []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: "3GiB"}},
+							VolumeMounts: []corev1.VolumeMount{{Name: "extra", MountPath: "/etc/extra"}}},
+						{Name: "oauth-proxy", Image: "example.com/oauth-proxy:v7", Args: []string{"--upstream=http://127.0.0.1:9090"}},
+					}
+					s.InitContainers = []corev1.Container{{Name: "init-chown", Image: "busybox:1.36", Command: []string{"true"}}}
+					s.Volumes = []corev1.Volume{
+						{Name: "extra", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "extra"}}}},
+						{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					}
+					s.VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+				}),
+			),
+			opts: newOptions(),
+		},
 		{file: "thanos-sidecar.yaml", p: newPrometheus(withSpec(withThanosSidecar)), opts: newOptions()},
 	}
 	for _, tc := range cases {

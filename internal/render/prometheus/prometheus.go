@@ -105,7 +105,11 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error
 		out = append(out, service(p, opts))
 	}
 	for shard := range ShardCount(p) {
-		out = append(out, statefulSet(p, opts, shard))
+		sts, err := statefulSet(p, opts, shard)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sts)
 	}
 
 	// The builders reuse slices and maps of p and opts; copy so that callers may change

@@ -38,7 +38,11 @@ const (
 )
 
 // statefulSet builds the StatefulSet of one shard.
-func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) *appsv1.StatefulSet {
+func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) (*appsv1.StatefulSet, error) {
+	pod, err := podSpec(p, opts, shard)
+	if err != nil {
+		return nil, err
+	}
 	name := StatefulSetName(p.Name, shard)
 	selector := SelectorLabels(p.Name, shard)
 
@@ -58,10 +62,12 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) *appsv1.
 			MinReadySeconds: workload.Value(p.Spec.MinReadySeconds),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
+					// Kept as given; the StatefulSet names its pods <name>-<ordinal> whatever it says.
+					Name:        podMetadataName(p),
 					Labels:      podTemplateLabels(p, shard),
 					Annotations: podTemplateAnnotations(p),
 				},
-				Spec: podSpec(p, opts, shard),
+				Spec: pod,
 			},
 			PersistentVolumeClaimRetentionPolicy: p.Spec.PersistentVolumeClaimRetentionPolicy,
 		},
@@ -70,13 +76,20 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) *appsv1.
 	if pvc := workload.VolumeClaimTemplate(p.Spec.Storage, dataVolumeName(p)); pvc != nil {
 		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{*pvc}
 	}
-	return sts
+	return sts, nil
 }
 
 // podTemplateLabels: spec.podMetadata.labels, which never override the selector labels,
 // and Lookout's label.
 func podTemplateLabels(p *monitoringv1.Prometheus, shard int32) map[string]string {
 	return workload.PodLabels(p.Spec.PodMetadata, SelectorLabels(p.Name, shard), map[string]string{LabelPrometheus: p.Name})
+}
+
+func podMetadataName(p *monitoringv1.Prometheus) string {
+	if p.Spec.PodMetadata == nil {
+		return ""
+	}
+	return p.Spec.PodMetadata.Name
 }
 
 func podTemplateAnnotations(p *monitoringv1.Prometheus) map[string]string {
@@ -89,14 +102,29 @@ func dataVolumeName(p *monitoringv1.Prometheus) string {
 	return workload.DataVolumeName(p.Spec.Storage, VolumeClaimTemplateName(p.Name))
 }
 
-func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) corev1.PodSpec {
+// podSpec is the pod of one shard; spec.containers and spec.initContainers patch the
+// generated containers (workload.MergeContainers).
+func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) (corev1.PodSpec, error) {
 	s := &p.Spec
+	containers, err := workload.MergeContainers("spec.containers",
+		append([]corev1.Container{prometheusContainer(p), reloaderContainer(p, opts, shard, false)}, thanosSidecar(p)...), s.Containers)
+	if err != nil {
+		return corev1.PodSpec{}, err
+	}
+	initContainers, err := workload.MergeContainers("spec.initContainers",
+		[]corev1.Container{reloaderContainer(p, opts, shard, true)}, s.InitContainers)
+	if err != nil {
+		return corev1.PodSpec{}, err
+	}
 	spec := corev1.PodSpec{
-		InitContainers:                []corev1.Container{reloaderContainer(p, opts, shard, true)},
-		Containers:                    append([]corev1.Container{prometheusContainer(p), reloaderContainer(p, opts, shard, false)}, thanosSidecar(p)...),
-		Volumes:                       volumes(p),
-		ServiceAccountName:            ServiceAccountName(p),
-		AutomountServiceAccountToken:  ptrTo(true),
+		InitContainers:     initContainers,
+		Containers:         containers,
+		Volumes:            volumes(p),
+		ServiceAccountName: ServiceAccountName(p),
+		// Without the token the reloader follows the mounted config files (the kubelet's
+		// sync, up to a minute) instead of the API, and Kubernetes discovery needs
+		// spec.apiserverConfig or a token the user mounts, as the API documents.
+		AutomountServiceAccountToken:  ptrTo(workload.ValueOr(s.AutomountServiceAccountToken, true)),
 		SecurityContext:               workload.PodSecurityContext(p.Spec.SecurityContext),
 		TerminationGracePeriodSeconds: ptrTo(workload.ValueOr(s.TerminationGracePeriodSeconds, defaultTerminationGracePeriod)),
 		NodeSelector:                  s.NodeSelector,
@@ -111,7 +139,8 @@ func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) corev1.PodSp
 	}
 	spec.DNSPolicy, spec.DNSConfig = workload.DNS(s.DNSPolicy, s.DNSConfig)
 	spec.HostAliases = workload.HostAliases(s.HostAliases)
-	return spec
+	workload.HostNetwork(&spec, s.HostNetwork)
+	return spec, nil
 }
 
 func topologySpreadConstraints(p *monitoringv1.Prometheus, shard int32) []corev1.TopologySpreadConstraint {
@@ -137,7 +166,11 @@ func volumes(p *monitoringv1.Prometheus) []corev1.Volume {
 	vols := workload.ConfigVolumes(volConfig, ConfigSecretName(p.Name), WebConfigSecretName(p.Name), dataVolumeName(p), p.Spec.Storage)
 	vols = append(vols, workload.UserVolumes(p.Spec.Secrets, p.Spec.ConfigMaps)...)
 	vols = append(vols, ruleVolumes(p)...)
-	return append(vols, configPieceVolumes(p)...)
+	vols = append(vols, configPieceVolumes(p)...)
+	if needsLogVolume(p) {
+		vols = append(vols, logVolume())
+	}
+	return append(vols, p.Spec.Volumes...)
 }
 
 func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
@@ -149,8 +182,12 @@ func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
 	}
 	mounts = append(mounts, workload.UserMounts(p.Spec.Secrets, p.Spec.ConfigMaps, secretsDir, configMapsDir)...)
 	mounts = append(mounts, ruleMounts(p)...)
+	if needsLogVolume(p) {
+		mounts = append(mounts, logMount())
+	}
+	mounts = append(mounts, p.Spec.VolumeMounts...)
 	startupSeconds := workload.ValueOr(p.Spec.MaximumStartupDurationSeconds, defaultStartupDuration)
-	return corev1.Container{
+	c := corev1.Container{
 		Name:            containerPrometheus,
 		Image:           image,
 		ImagePullPolicy: p.Spec.ImagePullPolicy,
@@ -179,6 +216,12 @@ func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          workload.ContainerSecurityContext(),
 	}
+	if p.Spec.ListenLocal {
+		// Listening on localhost only, the kubelet cannot probe the pod: it is ready when it
+		// runs, as the Alertmanager sibling.
+		c.StartupProbe, c.ReadinessProbe, c.LivenessProbe = nil, nil, nil
+	}
+	return c
 }
 
 // dataSubPath keeps the existing operator's layout: with spec.storage set, the TSDB lives
@@ -233,7 +276,7 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 		"--web.enable-lifecycle",
 		"--web.config.file="+webConfigDir+"/"+WebConfigSecretKey,
 		"--web.route-prefix="+routePrefix(p),
-		"--web.listen-address=:"+strconv.Itoa(webPort),
+		"--web.listen-address="+listenHost(p)+":"+strconv.Itoa(webPort),
 	)
 	if s.ExternalURL != "" {
 		args = append(args, "--web.external-url="+s.ExternalURL)
@@ -251,6 +294,9 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 	}
 	if s.EnableRemoteWriteReceiver {
 		args = append(args, "--web.enable-remote-write-receiver")
+	}
+	for _, m := range s.RemoteWriteReceiverMessageVersions {
+		args = append(args, "--web.remote-write-receiver.accepted-protobuf-messages="+receiverMessages[m])
 	}
 	if workload.Value(s.EnableOTLPReceiver) {
 		args = append(args, "--web.enable-otlp-receiver")
@@ -270,6 +316,10 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 	if remoteWriteV2(p) {
 		features = append(features, metadataWALRecordsFeature)
 	}
+	// The API documents that Xor2 float chunks turn the feature on.
+	if ts := s.TSDB; ts != nil && ts.ChunkEncoding != nil && ts.ChunkEncoding.Floats != nil && *ts.ChunkEncoding.Floats == monitoringv1.ChunkEncodingFloatsXor2 {
+		features = append(features, xor2EncodingFeature)
+	}
 	if len(features) > 0 {
 		args = append(args, "--enable-feature="+strings.Join(workload.Uniq(features), ","))
 	}
@@ -278,6 +328,13 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 			args = append(args, "--storage.tsdb.wal-compression")
 		} else {
 			args = append(args, "--no-storage.tsdb.wal-compression")
+		}
+	}
+	// Prometheus allows overlapping blocks from v2.39 on and dropped the flag in v3; before
+	// that the field is the flag.
+	if s.AllowOverlappingBlocks {
+		if v, _ := ParsedVersion(p); !v.AtLeast(2, 39) {
+			args = append(args, "--storage.tsdb.allow-overlapping-blocks")
 		}
 	}
 	// Equal minimum and maximum block durations with spec.disableCompaction or a Thanos
@@ -348,6 +405,23 @@ func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, in
 // metadataWALRecordsFeature makes Prometheus write metric metadata to the WAL, where Remote
 // Write 2.0 reads it.
 const metadataWALRecordsFeature = "metadata-wal-records"
+
+// receiverMessages are the protobuf messages Prometheus names the remote write versions by.
+var receiverMessages = map[monitoringv1.RemoteWriteMessageVersion]string{
+	monitoringv1.RemoteWriteMessageVersion1_0: "prometheus.WriteRequest",
+	monitoringv1.RemoteWriteMessageVersion2_0: "io.prometheus.write.v2.Request",
+}
+
+// xor2EncodingFeature lets Prometheus write float chunks in the XOR2 encoding.
+const xor2EncodingFeature = "xor2-encoding"
+
+// listenHost is the web listener's host: all addresses, or loopback with spec.listenLocal.
+func listenHost(p *monitoringv1.Prometheus) string {
+	if p.Spec.ListenLocal {
+		return "127.0.0.1"
+	}
+	return ""
+}
 
 // remoteWriteV2 says whether some spec.remoteWrite entry sends Remote Write 2.0 messages.
 func remoteWriteV2(p *monitoringv1.Prometheus) bool {

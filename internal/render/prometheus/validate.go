@@ -43,6 +43,7 @@ func Validate(p *monitoringv1.Prometheus) error {
 		validatePodMetadata,
 		validatePodSpec,
 		validateFlags,
+		validateLogFiles,
 		validateUnsupported,
 		validateThanos,
 	}
@@ -163,7 +164,27 @@ func validatePodSpec(p *monitoringv1.Prometheus) *SpecError {
 			}
 		}
 	}
+	for _, cs := range []struct {
+		field string
+		list  []corev1.Container
+	}{{"spec.containers", s.Containers}, {"spec.initContainers", s.InitContainers}} {
+		for i, c := range cs.list {
+			if c.Name == "" {
+				return invalid(fmt.Sprintf("%s[%d].name", cs.field, i), "is required: a patch names the generated container it changes, or the container it adds")
+			}
+		}
+	}
+	if err := workload.CheckUserVolumes(volumes(&monitoringv1.Prometheus{ObjectMeta: p.ObjectMeta, Spec: specWithoutUserVolumes(s)}), s.Volumes, s.VolumeMounts); err != nil {
+		return err
+	}
 	return workload.CheckPodSecurityContext(s.SecurityContext)
+}
+
+// specWithoutUserVolumes is s without spec.volumes: what the generated volumes are made from.
+func specWithoutUserVolumes(s *monitoringv1.PrometheusSpec) monitoringv1.PrometheusSpec {
+	c := *s
+	c.Volumes = nil
+	return c
 }
 
 func validateFlags(p *monitoringv1.Prometheus) *SpecError {
@@ -201,6 +222,22 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 	if r := s.RoutePrefix; r != "" && !strings.HasPrefix(r, "/") {
 		return invalid("spec.routePrefix", "%q must start with /", r)
 	}
+	if m := s.RemoteWriteReceiverMessageVersions; len(m) > 0 {
+		if v, _ := imageSpec(p).ParsedVersion(); !v.AtLeast(2, 54) {
+			return unsupported("spec.remoteWriteReceiverMessageVersions", "it requires Prometheus v2.54.0 or later, spec.version is "+imageSpec(p).VersionOrDefault())
+		}
+		seen := map[monitoringv1.RemoteWriteMessageVersion]bool{}
+		for i, v := range m {
+			field := fmt.Sprintf("spec.remoteWriteReceiverMessageVersions[%d]", i)
+			if _, ok := receiverMessages[v]; !ok {
+				return invalid(field, "%q is neither %s nor %s", v, monitoringv1.RemoteWriteMessageVersion1_0, monitoringv1.RemoteWriteMessageVersion2_0)
+			}
+			if seen[v] {
+				return invalid(field, "%q is listed twice; Prometheus refuses duplicates", v)
+			}
+			seen[v] = true
+		}
+	}
 	if ptrValue(s.EnableOTLPReceiver) {
 		if v, _ := imageSpec(p).ParsedVersion(); v.Major < 3 {
 			return unsupported("spec.enableOTLPReceiver", "it needs Prometheus v3 or later, spec.version is "+imageSpec(p).VersionOrDefault())
@@ -212,34 +249,22 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	s := &p.Spec
 	switch {
-	case len(s.Containers) > 0:
-		return unsupported("spec.containers", "extra or patched containers are not added to the pods; remove the field")
-	case len(s.InitContainers) > 0:
-		return unsupported("spec.initContainers", "extra or patched init containers are not added to the pods; remove the field")
-	case len(s.Volumes) > 0:
-		return unsupported("spec.volumes", "extra volumes are not added to the pods; use spec.secrets or spec.configMaps")
-	case len(s.VolumeMounts) > 0:
-		return unsupported("spec.volumeMounts", "extra volume mounts are not added to the pods; use spec.secrets or spec.configMaps")
 	case s.Web != nil && s.Web.TLSConfig != nil:
-		return unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only; remove the field")
-	case s.ListenLocal:
-		return unsupported("spec.listenLocal", "Prometheus always listens on :9090 so that probes and Services reach it")
-	case s.HostNetwork:
-		return unsupported("spec.hostNetwork", "pods run in the pod network only")
+		return unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only: the kubelet probes and the reloader's reload request would need HTTPS, which is not generated yet; remove the field")
 	case s.PortName != "" && s.PortName != webPortName:
 		return unsupported("spec.portName", "the web port is always named \"web\"")
-	case s.AutomountServiceAccountToken != nil && !*s.AutomountServiceAccountToken:
-		return unsupported("spec.automountServiceAccountToken", "Prometheus needs the ServiceAccount token for Kubernetes service discovery and the config reloader for watching its Secret")
 	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:
-		return unsupported("spec.reloadStrategy", "only HTTP reloads are generated")
+		return unsupported("spec.reloadStrategy", "ProcessSignal: the reloader sends SIGHUP to the PID in a file and Prometheus writes none; reloads go through /-/reload (HTTP)")
+	case s.ShardRetentionPolicy != nil && s.ShardRetentionPolicy.WhenScaled != nil && *s.ShardRetentionPolicy.WhenScaled == monitoringv1.RetainWhenScaledRetentionType:
+		return unsupported("spec.shardRetentionPolicy.whenScaled", "the StatefulSets of removed shards are deleted (Delete); keeping them for a retention period is not implemented")
+	case s.ShardRetentionPolicy != nil && s.ShardRetentionPolicy.Retain != nil:
+		return unsupported("spec.shardRetentionPolicy.retain", "only whenScaled: Delete is implemented, which keeps nothing")
+	case s.ShardingStrategy != nil && s.ShardingStrategy.Mode != nil && *s.ShardingStrategy.Mode != monitoringv1.AddressShardingStrategyMode:
+		return unsupported("spec.shardingStrategy.mode", "targets are sharded by address only (mode Address)")
+	case s.ShardingStrategy != nil && s.ShardingStrategy.Topology != nil:
+		return unsupported("spec.shardingStrategy.topology", "targets are sharded by address only (mode Address)")
 	case s.RetentionPercentage != nil && !s.RetentionPercentage.IsZero():
-		return unsupported("spec.retentionPercentage", "use spec.retentionSize")
-	case len(s.RemoteWriteReceiverMessageVersions) > 0:
-		return unsupported("spec.remoteWriteReceiverMessageVersions", "remove the field to accept the Prometheus default")
-	case s.QueryLogFile != "" && !strings.HasPrefix(s.QueryLogFile, "/dev/"):
-		return unsupported("spec.queryLogFile", "the root filesystem is read-only; only /dev/stdout or /dev/stderr can be written")
-	case s.ScrapeFailureLogFile != nil && *s.ScrapeFailureLogFile != "" && !strings.HasPrefix(*s.ScrapeFailureLogFile, "/dev/"):
-		return unsupported("spec.scrapeFailureLogFile", "the root filesystem is read-only; only /dev/stdout or /dev/stderr can be written")
+		return unsupported("spec.retentionPercentage", "retention is set with flags, and storage.tsdb.retention in the config (Prometheus v3.11+) would replace them all; use spec.retention or spec.retentionSize")
 	}
 	return nil
 }

@@ -83,7 +83,18 @@ func TestValidateRejects(t *testing.T) {
 			"spec.additionalArgs[0].name", ReasonInvalidSpec, []string{"set by Lookout"},
 		},
 		{"rejects a startup duration under a minute", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.MaximumStartupDurationSeconds = ptrTo(int32(30)) })), "spec.maximumStartupDurationSeconds", ReasonInvalidSpec, []string{"at least 60"}},
-		{"reports extra containers as unsupported", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.Containers = []corev1.Container{{Name: "prometheus"}} })), "spec.containers", ReasonUnsupportedField, []string{"not supported by Lookout yet"}},
+		{"rejects a container patch without a name", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.Containers = []corev1.Container{{Image: "x"}} })), "spec.containers[0].name", ReasonInvalidSpec, []string{"is required"}},
+		{"rejects an init container patch without a name", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.InitContainers = []corev1.Container{{Image: "x"}} })), "spec.initContainers[0].name", ReasonInvalidSpec, []string{"is required"}},
+		{"rejects a volume that takes a generated volume's name", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.Volumes = []corev1.Volume{{Name: "config-out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		})), "spec.volumes[0].name", ReasonInvalidSpec, []string{`"config-out"`, "Lookout generates"}},
+		{"rejects a volume mount naming no volume", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.VolumeMounts = []corev1.VolumeMount{{Name: "missing", MountPath: "/data"}}
+		})), "spec.volumeMounts[0].name", ReasonInvalidSpec, []string{`"missing"`, "spec.volumes"}},
+		{"rejects a query log file on the read-only root filesystem", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.QueryLogFile = "/var/log/query.log" })),
+			"spec.queryLogFile", ReasonInvalidSpec, []string{"read-only root filesystem", "spec.volumeMounts"}},
+		{"rejects a scrape failure log file path that is not clean", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.ScrapeFailureLogFile = ptrTo("logs/../x.log") })),
+			"spec.scrapeFailureLogFile", ReasonInvalidSpec, []string{"absolute, clean"}},
 		{"reports the Thanos sidecar's TLS material from a Secret as unsupported", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
 			s.Thanos = &monitoringv1.ThanosSpec{GRPCServerTLSConfig: &monitoringv1.GRPCServerTLSConfig{TLSConfig: monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{
 				KeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}, Key: "tls.key"}}}}}
@@ -98,7 +109,9 @@ func TestValidateRejects(t *testing.T) {
 			})),
 			"spec.web.tlsConfig", ReasonUnsupportedField, []string{"plain HTTP"},
 		},
-		{"reports a disabled ServiceAccount token as unsupported", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.AutomountServiceAccountToken = ptrTo(false) })), "spec.automountServiceAccountToken", ReasonUnsupportedField, []string{"service discovery"}},
+		{"rejects a receiver message version Prometheus does not know", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.RemoteWriteReceiverMessageVersions = []monitoringv1.RemoteWriteMessageVersion{"V3.0"}
+		})), "spec.remoteWriteReceiverMessageVersions[0]", ReasonInvalidSpec, []string{`"V3.0"`}},
 		{
 			"reports the OTLP receiver on Prometheus v2 as unsupported",
 			newPrometheus(withVersion("v2.53.0"), withSpec(func(s *monitoringv1.PrometheusSpec) { s.EnableOTLPReceiver = ptrTo(true) })),

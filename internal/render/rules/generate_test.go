@@ -297,6 +297,31 @@ func TestGenerateVerdicts(t *testing.T) {
 			},
 		},
 		{
+			name: "leaves PrometheusRules listed in the deprecated prometheusRulesExcludedFromEnforce alone",
+			in: newInput(newPrometheus(withEnforcedNamespaceLabel("namespace"), withPromSpec(func(s *monitoringv1.PrometheusSpec) {
+				s.PrometheusRulesExcludedFromEnforce = []monitoringv1.PrometheusRuleExcludeConfig{{RuleNamespace: "team-a", RuleName: "shared"}}
+			})), rules(
+				newRule("team-a", "shared", withGroups(group("g", record("r", "up")))),
+				newRule("team-a", "own", withGroups(group("g", record("r", "up")))),
+				newRule("team-b", "shared", withGroups(group("g", record("r", "up")))),
+			)),
+			want: []wantVerdict{{key: "team-a/own"}, {key: "team-a/shared"}, {key: "team-b/shared"}},
+			check: func(t *testing.T, res *Result) {
+				for _, c := range []struct {
+					ns, name, expr string
+				}{
+					{"team-a", "shared", "up"},
+					{"team-a", "own", `up{namespace="team-a"}`},
+					{"team-b", "shared", `up{namespace="team-b"}`},
+				} {
+					r := mustParse(t, c.name, fileOf(t, res, newRule(c.ns, c.name))).Groups[0].Rules[0]
+					if r.Expr != c.expr {
+						t.Errorf("%s/%s: expr = %q, want %q", c.ns, c.name, r.Expr, c.expr)
+					}
+				}
+			},
+		},
+		{
 			name: "keeps the author's expr formatting when nothing is enforced",
 			in: newInput(newPrometheus(), rules(newRule("default", "app", withGroups(group("g",
 				record("r", "sum by(job)(\n  up\n)"),

@@ -51,9 +51,11 @@ type renderer struct {
 	// refuses too.
 	parser     parser.Parser
 	nameScheme model.ValidationScheme
-	// enforcedLabel is spec.enforcedNamespaceLabel; excluded is spec.excludedFromEnforcement.
+	// enforcedLabel is spec.enforcedNamespaceLabel; excluded is spec.excludedFromEnforcement,
+	// excludedRules the deprecated spec.prometheusRulesExcludedFromEnforce (both apply).
 	enforcedLabel string
 	excluded      []monitoringv1.ObjectReference
+	excludedRules []monitoringv1.PrometheusRuleExcludeConfig
 	// thanos: the files are for a Thanos Ruler, which also reads partial_response_strategy.
 	thanos bool
 }
@@ -62,6 +64,7 @@ type renderer struct {
 type settings struct {
 	enforcedLabel  string
 	excluded       []monitoringv1.ObjectReference
+	excludedRules  []monitoringv1.PrometheusRuleExcludeConfig
 	nameScheme     *monitoringv1.NameValidationSchemeOptions
 	enableFeatures []monitoringv1.EnableFeature
 	thanos         bool
@@ -69,18 +72,14 @@ type settings struct {
 
 func prometheusSettings(p *monitoringv1.Prometheus) settings {
 	return settings{enforcedLabel: p.Spec.EnforcedNamespaceLabel, excluded: p.Spec.ExcludedFromEnforcement,
-		nameScheme: p.Spec.NameValidationScheme, enableFeatures: p.Spec.EnableFeatures}
+		excludedRules: p.Spec.PrometheusRulesExcludedFromEnforce, nameScheme: p.Spec.NameValidationScheme, enableFeatures: p.Spec.EnableFeatures}
 }
 
 // thanosRulerSettings: Thanos Ruler evaluates with Prometheus's PromQL engine and its own
-// feature flags, which do not change the parser, so only enforcement carries over. The
-// deprecated prometheusRulesExcludedFromEnforce is the same list in an older shape.
+// feature flags, which do not change the parser, so only enforcement carries over.
 func thanosRulerSettings(tr *monitoringv1.ThanosRuler) settings {
-	excluded := append([]monitoringv1.ObjectReference(nil), tr.Spec.ExcludedFromEnforcement...)
-	for _, e := range tr.Spec.PrometheusRulesExcludedFromEnforce {
-		excluded = append(excluded, monitoringv1.ObjectReference{Resource: monitoringv1.PrometheusRuleName, Namespace: e.RuleNamespace, Name: e.RuleName})
-	}
-	return settings{enforcedLabel: tr.Spec.EnforcedNamespaceLabel, excluded: excluded, thanos: true}
+	return settings{enforcedLabel: tr.Spec.EnforcedNamespaceLabel, excluded: tr.Spec.ExcludedFromEnforcement,
+		excludedRules: tr.Spec.PrometheusRulesExcludedFromEnforce, thanos: true}
 }
 
 // Feature flags (spec.enableFeatures) that change what the PromQL parser accepts.
@@ -99,6 +98,7 @@ func newRendererWith(spec settings) (*renderer, error) {
 		nameScheme:    model.UTF8Validation,
 		enforcedLabel: spec.enforcedLabel,
 		excluded:      spec.excluded,
+		excludedRules: spec.excludedRules,
 		thanos:        spec.thanos,
 	}
 	if spec.nameScheme != nil {
@@ -371,6 +371,11 @@ func (r *renderer) enforces(pr *monitoringv1.PrometheusRule) bool {
 			ref.Resource == monitoringv1.PrometheusRuleName &&
 			ref.Namespace == pr.Namespace &&
 			(ref.Name == "" || ref.Name == pr.Name) {
+			return false
+		}
+	}
+	for _, ex := range r.excludedRules {
+		if ex.RuleNamespace == pr.Namespace && ex.RuleName == pr.Name {
 			return false
 		}
 	}

@@ -235,7 +235,7 @@ func (g *generator) alertmanager(field string, am *monitoringv1.AlertmanagerEndp
 
 	out := &alertmanagerEndpoint{
 		EnableHTTP2:         am.EnableHttp2,
-		KubernetesSDConfigs: []kubernetesSDConfig{{Role: g.role, Namespaces: &sdNamespaces{Names: []string{target}}}},
+		KubernetesSDConfigs: []kubernetesSDConfig{g.kubernetesSD(g.role, &sdNamespaces{Names: []string{target}})},
 		BearerTokenFile:     am.BearerTokenFile,
 	}
 	var rej *rejection

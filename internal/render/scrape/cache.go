@@ -128,6 +128,8 @@ func generatorKey(g *generator) ([sha256.Size]byte, bool) {
 	h.Write(spec)
 	h.Write([]byte{0})
 	h.Write(g.globalYAML)
+	h.Write([]byte{0})
+	h.Write(g.apiServerYAML)
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out, true

@@ -43,6 +43,8 @@ type globalConfig struct {
 	ScrapeNativeHistograms         *bool             `yaml:"scrape_native_histograms,omitempty"`
 	ConvertClassicHistogramsToNHCB *bool             `yaml:"convert_classic_histograms_to_nhcb,omitempty"`
 	AlwaysScrapeClassicHistograms  *bool             `yaml:"always_scrape_classic_histograms,omitempty"`
+	QueryLogFile                   string            `yaml:"query_log_file,omitempty"`
+	ScrapeFailureLogFile           string            `yaml:"scrape_failure_log_file,omitempty"`
 }
 
 // document is the whole prometheus.yaml this package writes. Generate assembles it from a
@@ -53,8 +55,12 @@ type document struct {
 }
 
 type globalDocument struct {
-	Global    *globalConfig `yaml:"global"`
-	RuleFiles []string      `yaml:"rule_files,omitempty"`
+	Global    *globalConfig  `yaml:"global"`
+	Runtime   *runtimeConfig `yaml:"runtime,omitempty"`
+	RuleFiles []string       `yaml:"rule_files,omitempty"`
+	Storage   *storageConfig `yaml:"storage,omitempty"`
+	Tracing   *tracingConfig `yaml:"tracing,omitempty"`
+	OTLP      *otlpConfig    `yaml:"otlp,omitempty"`
 }
 
 // limits holds the Prometheus's two values for one per-scrape limit. A monitor's own value is
@@ -93,8 +99,12 @@ type generator struct {
 	globalYAML     []byte // "global:" and its section, the start of every document
 	scrapeInterval model.Duration
 	role           string
-	shards         uint64
-	nameScheme     model.ValidationScheme
+	// apiServer starts every kubernetes_sd_configs entry for monitors and alertmanagers
+	// (spec.apiserverConfig; zero when unset).
+	apiServer     kubernetesSDConfig
+	apiServerYAML []byte
+	shards        uint64
+	nameScheme    model.ValidationScheme
 
 	classes      map[string]*monitoringv1.ScrapeClass
 	defaultClass *monitoringv1.ScrapeClass
@@ -244,8 +254,15 @@ func newGenerator(in Input) (*generator, error) {
 		}
 	}
 
+	doc := &globalDocument{Global: gc, RuleFiles: in.RuleFiles}
+	if se := g.sections(doc, gc); se != nil {
+		return nil, se
+	}
+	if se := g.apiServerFrom(); se != nil {
+		return nil, se
+	}
 	// The global section alone must load; otherwise nothing can ship.
-	if g.globalYAML, err = yaml.Marshal(&globalDocument{Global: gc, RuleFiles: in.RuleFiles}); err != nil {
+	if g.globalYAML, err = yaml.Marshal(doc); err != nil {
 		return nil, fmt.Errorf("marshal global section: %w", err)
 	}
 	if _, err := config.Load(string(g.globalYAML), discardLogger); err != nil {

@@ -257,6 +257,7 @@ func goldenCases() map[string]Input {
 	maps.Copy(cases, additionalGoldenCases())
 	maps.Copy(cases, alertingGoldenCases())
 	maps.Copy(cases, remoteGoldenCases())
+	maps.Copy(cases, sectionsGoldenCases())
 	return cases
 }
 

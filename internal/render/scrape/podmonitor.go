@@ -17,7 +17,7 @@ const rolePod = "pod"
 // rendered. The jobs have the shape of a ServiceMonitor's with discovery role pod: no Service,
 // so no service/node labels, and the job label names the PodMonitor.
 func (g *generator) podMonitorJobs(pm *monitoringv1.PodMonitor) ([]*scrapeJob, discovery, *rejection) {
-	mc := &monitorContext{namespace: pm.Namespace, name: pm.Name}
+	mc := &monitorContext{namespace: pm.Namespace, name: pm.Name, sd: g.apiServer}
 	spec := &pm.Spec
 	var rej *rejection
 

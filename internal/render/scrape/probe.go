@@ -20,7 +20,7 @@ const (
 // probeJobs renders the one job of a Probe: the targets (static, or discovered Ingresses) become
 // the prober's `target` parameter, and the prober is what Prometheus scrapes.
 func (g *generator) probeJobs(p *monitoringv1.Probe) ([]*scrapeJob, discovery, *rejection) {
-	mc := &monitorContext{namespace: p.Namespace, name: p.Name}
+	mc := &monitorContext{namespace: p.Namespace, name: p.Name, sd: g.apiServer}
 	spec := &p.Spec
 	var rej *rejection
 

@@ -210,6 +210,12 @@ func walkReferences(in Input, v referenceVisitor) {
 			rr := &p.Spec.RemoteRead[i]
 			r.remote(rr.BasicAuth, rr.Authorization, rr.OAuth2, rr.TLSConfig, &rr.ProxyConfig)
 		}
+		if a := p.Spec.APIServerConfig; a != nil {
+			r.remote(a.BasicAuth, a.Authorization, nil, a.TLSConfig, &a.ProxyConfig)
+		}
+		if tr := p.Spec.TracingConfig; tr != nil && tr.TLSConfig != nil {
+			r.tls(&tr.TLSConfig.SafeTLSConfig)
+		}
 	}
 }
 

@@ -31,7 +31,7 @@ var roleMetaLabels = map[string]metaLabels{
 
 // serviceMonitorJobs renders one job per endpoint of sm, or says why sm cannot be rendered.
 func (g *generator) serviceMonitorJobs(sm *monitoringv1.ServiceMonitor) ([]*scrapeJob, discovery, *rejection) {
-	mc := &monitorContext{namespace: sm.Namespace, name: sm.Name}
+	mc := &monitorContext{namespace: sm.Namespace, name: sm.Name, sd: g.apiServer}
 	spec := &sm.Spec
 	var rej *rejection
 

@@ -430,3 +430,45 @@ func UserMounts(secrets, configMaps []string, secretsDir, configMapsDir string) 
 	}
 	return mounts
 }
+
+// HostNetwork runs the pod in the host's network namespace when on is set; unless the user
+// chose a DNS policy, it becomes ClusterFirstWithHostNet so that cluster DNS names (peers,
+// Alertmanagers, remote endpoints) still resolve, as the API documents.
+func HostNetwork(spec *corev1.PodSpec, on bool) {
+	if !on {
+		return
+	}
+	spec.HostNetwork = true
+	if spec.DNSPolicy == "" {
+		spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+}
+
+// CheckUserVolumes checks spec.volumes and spec.volumeMounts against the generated volumes:
+// a user volume must not take a generated volume's name (the pod would be refused), and a
+// mount must name a volume of the pod.
+func CheckUserVolumes(generated, user []corev1.Volume, mounts []corev1.VolumeMount) *SpecError {
+	names := map[string]bool{}
+	for _, v := range generated {
+		names[v.Name] = true
+	}
+	for i, v := range user {
+		field := fmt.Sprintf("spec.volumes[%d].name", i)
+		if errs := validation.IsDNS1123Label(v.Name); len(errs) > 0 {
+			return Invalid(field, "%q is not a valid volume name: %s", v.Name, strings.Join(errs, "; "))
+		}
+		if names[v.Name] {
+			return Invalid(field, "%q is the name of a volume Lookout generates or of an earlier entry; choose another", v.Name)
+		}
+		names[v.Name] = true
+	}
+	for i, m := range mounts {
+		if !names[m.Name] {
+			return Invalid(fmt.Sprintf("spec.volumeMounts[%d].name", i), "%q names no volume of the pod; add it to spec.volumes", m.Name)
+		}
+		if !strings.HasPrefix(m.MountPath, "/") {
+			return Invalid(fmt.Sprintf("spec.volumeMounts[%d].mountPath", i), "%q must be an absolute path", m.MountPath)
+		}
+	}
+	return nil
+}

@@ -91,3 +91,52 @@ func TestImageReferencePrecedence(t *testing.T) {
 		}
 	}
 }
+
+func TestHostNetworkKeepsClusterDNSUnlessTheUserChoseAPolicy(t *testing.T) {
+	var spec corev1.PodSpec
+	HostNetwork(&spec, false)
+	if spec.HostNetwork || spec.DNSPolicy != "" {
+		t.Errorf("off: %+v", spec)
+	}
+	HostNetwork(&spec, true)
+	if !spec.HostNetwork || spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("on: hostNetwork %v, dnsPolicy %q", spec.HostNetwork, spec.DNSPolicy)
+	}
+	spec = corev1.PodSpec{DNSPolicy: corev1.DNSDefault}
+	HostNetwork(&spec, true)
+	if spec.DNSPolicy != corev1.DNSDefault {
+		t.Errorf("the user's policy was replaced by %q", spec.DNSPolicy)
+	}
+}
+
+func TestCheckUserVolumes(t *testing.T) {
+	generated := []corev1.Volume{{Name: "config"}, {Name: "config-out"}}
+	cases := []struct {
+		name   string
+		user   []corev1.Volume
+		mounts []corev1.VolumeMount
+		field  string // "" when accepted
+	}{
+		{"accepts a new volume and mounts of it and of a generated one", []corev1.Volume{{Name: "extra"}},
+			[]corev1.VolumeMount{{Name: "extra", MountPath: "/extra"}, {Name: "config", MountPath: "/c"}}, ""},
+		{"refuses a volume named like a generated one", []corev1.Volume{{Name: "config-out"}}, nil, "spec.volumes[0].name"},
+		{"refuses two volumes of one name", []corev1.Volume{{Name: "a"}, {Name: "a"}}, nil, "spec.volumes[1].name"},
+		{"refuses a volume name the apiserver would refuse", []corev1.Volume{{Name: "Extra_1"}}, nil, "spec.volumes[0].name"},
+		{"refuses a mount of no volume", nil, []corev1.VolumeMount{{Name: "nope", MountPath: "/x"}}, "spec.volumeMounts[0].name"},
+		{"refuses a relative mount path", []corev1.Volume{{Name: "a"}}, []corev1.VolumeMount{{Name: "a", MountPath: "x"}}, "spec.volumeMounts[0].mountPath"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckUserVolumes(generated, tc.user, tc.mounts)
+			if tc.field == "" {
+				if err != nil {
+					t.Errorf("CheckUserVolumes = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || err.Field != tc.field || !strings.Contains(err.Message, tc.field) {
+				t.Errorf("CheckUserVolumes = %v, want an error on %s", err, tc.field)
+			}
+		})
+	}
+}
