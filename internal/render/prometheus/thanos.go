@@ -20,9 +20,6 @@ import (
 const (
 	containerThanosSidecar = "thanos-sidecar"
 	thanosHTTPPortName     = "http"
-	// thanosShipperFile is where the sidecar records uploaded blocks (its default name in
-	// the TSDB directory); Prometheus reads it to compact only what is uploaded.
-	thanosShipperFile   = storageDir + "/thanos.shipper.json"
 	defaultThanosBlocks = "2h"
 )
 
@@ -69,11 +66,15 @@ func thanosImage(t *monitoringv1.ThanosSpec) workload.ImageSpec {
 }
 
 // thanosPrometheusArgs are what the sidecar needs of Prometheus when it uploads: blocks of
-// one fixed size, never compacted into larger ones before they are shipped, and (from
-// Prometheus v3.9, which has the flag) the shipper's file to tell Prometheus which blocks
-// are uploaded. spec.disableCompaction asks for the same fixed size.
+// one fixed size, never compacted into larger ones before they are shipped (the sidecar
+// checks this and does not become ready otherwise). spec.disableCompaction asks for the same.
+//
+// Prometheus v3.9's --storage.tsdb.delay-compact-file.path, which would keep compaction on
+// and skip only blocks not yet shipped, is not set: Thanos v0.41's sidecar requires the
+// path to equal its --shipper.meta-file-name and then looks for that name below its
+// --tsdb.path, so no value names the same file for both (the e2e test saw the sidecar
+// refuse to become ready with it).
 func thanosPrometheusArgs(p *monitoringv1.Prometheus) []string {
-	var args []string
 	size := ""
 	switch {
 	case thanosUploads(p):
@@ -84,13 +85,10 @@ func thanosPrometheusArgs(p *monitoringv1.Prometheus) []string {
 	case p.Spec.DisableCompaction:
 		size = defaultThanosBlocks
 	}
-	if size != "" {
-		args = append(args, "--storage.tsdb.min-block-duration="+size, "--storage.tsdb.max-block-duration="+size)
+	if size == "" {
+		return nil
 	}
-	if v, _ := imageSpec(p).ParsedVersion(); thanosUploads(p) && v.AtLeast(3, 9) {
-		args = append(args, "--storage.tsdb.delay-compact-file.path="+thanosShipperFile)
-	}
-	return args
+	return []string{"--storage.tsdb.min-block-duration=" + size, "--storage.tsdb.max-block-duration=" + size}
 }
 
 // thanosSidecarArgs are the sidecar's flags, then spec.thanos.additionalArgs.

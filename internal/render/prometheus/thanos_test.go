@@ -72,16 +72,14 @@ func TestTheThanosSidecarSetsPrometheusBlockFlagsOnlyWhenItUploads(t *testing.T)
 		want []string
 	}{
 		{"a sidecar without object storage leaves compaction alone", func(s *monitoringv1.PrometheusSpec) { s.Thanos = &monitoringv1.ThanosSpec{} }, nil},
-		{"an uploading sidecar fixes the block size and names the shipper file", func(s *monitoringv1.PrometheusSpec) {
-			s.Thanos = &monitoringv1.ThanosSpec{ObjectStorageConfigFile: ptrTo("/etc/objstore.yaml")}
-		}, []string{"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h", "--storage.tsdb.delay-compact-file.path=/prometheus/thanos.shipper.json"}},
-		{"blockSize sets the size the sidecar uploads", func(s *monitoringv1.PrometheusSpec) {
-			s.Thanos = &monitoringv1.ThanosSpec{ObjectStorageConfigFile: ptrTo("/etc/objstore.yaml"), BlockDuration: "1h"}
-		}, []string{"--storage.tsdb.min-block-duration=1h", "--storage.tsdb.max-block-duration=1h", "--storage.tsdb.delay-compact-file.path=/prometheus/thanos.shipper.json"}},
-		{"Prometheus before v3.9 has no delay-compact-file flag", func(s *monitoringv1.PrometheusSpec) {
-			s.Version = "v3.8.0"
+		{"an uploading sidecar turns compaction off with a fixed block size", func(s *monitoringv1.PrometheusSpec) {
 			s.Thanos = &monitoringv1.ThanosSpec{ObjectStorageConfigFile: ptrTo("/etc/objstore.yaml")}
 		}, []string{"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h"}},
+		{"blockSize sets the size the sidecar uploads", func(s *monitoringv1.PrometheusSpec) {
+			s.Thanos = &monitoringv1.ThanosSpec{ObjectStorageConfigFile: ptrTo("/etc/objstore.yaml"), BlockDuration: "1h"}
+		}, []string{"--storage.tsdb.min-block-duration=1h", "--storage.tsdb.max-block-duration=1h"}},
+		{"disableCompaction without a sidecar fixes the block size too", func(s *monitoringv1.PrometheusSpec) { s.DisableCompaction = true },
+			[]string{"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
