@@ -199,6 +199,12 @@ func StartTarget(ctx context.Context, c client.Client, ns, name string, port int
 // the ServiceAccount the pod runs as (TokenRequest), so the RBAC the operator
 // granted is exactly what Prometheus and the reloader get.
 func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, ns, name, dir string) (*localpod.Pod, error) {
+	return RunPrometheusPodOn(ctx, c, cp, bins, nil, ns, name, dir)
+}
+
+// RunPrometheusPodOn is RunPrometheusPod in host h's network namespace (with its address
+// as the pod IP), or on the host's network when h is nil.
+func RunPrometheusPodOn(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, h *testhost.Host, ns, name, dir string) (*localpod.Pod, error) {
 	sts, err := waitStatefulSet(ctx, c, ns, "prometheus-"+name)
 	if err != nil {
 		return nil, err
@@ -207,22 +213,19 @@ func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.Con
 	if err != nil {
 		return nil, err
 	}
-	pod, err := localpod.Start(ctx, localpod.Options{
-		Pod:           sts.Spec.Template.Spec,
-		PodName:       sts.Name + "-0",
-		PodNamespace:  ns,
-		Images:        map[string]string{PrometheusImage: bins.Prometheus, ReloaderCommand: bins.Reloader},
-		Client:        c,
-		Token:         tok,
-		CACert:        cp.CACert,
-		APIServerHost: "127.0.0.1",
-		APIServerPort: cp.Port,
-		Dir:           dir,
-	})
+	images := map[string]string{PrometheusImage: bins.Prometheus, ReloaderCommand: bins.Reloader}
+	if err := addThanosImage(ctx, sts.Spec.Template.Spec, images); err != nil {
+		return nil, err
+	}
+	pod, err := localpod.Start(ctx, podOptions(c, cp, sts.Spec.Template.Spec, ns, sts.Name+"-0", images, tok, h, dir))
 	if err != nil {
 		return nil, err
 	}
-	if err := localpod.WaitHTTP(ctx, "http://127.0.0.1:9090/-/ready", 60*time.Second); err != nil {
+	addr := "127.0.0.1"
+	if h != nil {
+		addr = h.IP
+	}
+	if err := localpod.WaitHTTP(ctx, "http://"+addr+":9090/-/ready", 60*time.Second); err != nil {
 		pod.Stop()
 		return nil, err
 	}
@@ -315,4 +318,27 @@ func GeneratedConfig(ctx context.Context, c client.Reader, ns, name string) (str
 	}
 	b, err := io.ReadAll(zr)
 	return string(b), err
+}
+
+// podOptions run a generated pod's spec locally as pod ns/podName with images mapped to
+// local binaries, a real ServiceAccount token and the control plane's API; in host h's
+// network namespace with its address as the pod IP, or on the host's network when h is
+// nil.
+func podOptions(c client.Reader, cp *controlplane.ControlPlane, spec corev1.PodSpec, ns, podName string, images map[string]string, tok []byte, h *testhost.Host, dir string) localpod.Options {
+	o := localpod.Options{
+		Pod:           spec,
+		PodName:       podName,
+		PodNamespace:  ns,
+		Images:        images,
+		Client:        c,
+		Token:         tok,
+		CACert:        cp.CACert,
+		APIServerHost: "127.0.0.1",
+		APIServerPort: cp.Port,
+		Dir:           dir,
+	}
+	if h != nil {
+		o.NetNS, o.PodIP = h.Namespace, h.IP
+	}
+	return o
 }

@@ -298,19 +298,10 @@ func TestAlertmanagerDriftIsRevertedAndAQuietReconcileWritesNothing(t *testing.T
 	})
 
 	// Nothing to change: a label on the Alertmanager makes a reconcile that writes nothing.
-	before, beforeReconciles := writes.Load(), reconcilesOf(t, "alertmanager")
-	update(t, am, func(am *monitoringv1.Alertmanager) { am.Labels = map[string]string{"touched": "yes"} })
-	eventually(t, "a reconcile ran", func() (bool, error) { return reconcilesOf(t, "alertmanager") > beforeReconciles, nil })
-	if got := writesSince(before, ns); len(got) != 0 {
-		t.Errorf("a reconcile with nothing to change sent %d writes, want 0: %v", len(got), got)
-	}
+	checkQuietReconcile(t, "alertmanager", ns, am)
 
 	// Someone scales the StatefulSet and edits the generated config: both reverted.
-	patch := client.MergeFrom(sts.DeepCopy())
-	sts.Spec.Replicas = ptr.To[int32](3)
-	if err := k8s.Patch(testCtx, &sts, patch); err != nil {
-		t.Fatal(err)
-	}
+	scaleStatefulSet(t, &sts, 3)
 	var generated corev1.Secret
 	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "alertmanager-drift-generated"}, &generated); err != nil {
 		t.Fatal(err)

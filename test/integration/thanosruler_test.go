@@ -170,19 +170,10 @@ func TestThanosRulerDriftIsRevertedAndAQuietReconcileWritesNothing(t *testing.T)
 	want := cm.Data
 
 	// Nothing to change: a label on the ThanosRuler makes a reconcile that writes nothing.
-	before, beforeReconciles := writes.Load(), reconcilesOf(t, "thanosruler")
-	update(t, tr, func(tr *monitoringv1.ThanosRuler) { tr.Labels = map[string]string{"touched": "yes"} })
-	eventually(t, "a reconcile ran", func() (bool, error) { return reconcilesOf(t, "thanosruler") > beforeReconciles, nil })
-	if got := writesSince(before, ns); len(got) != 0 {
-		t.Errorf("a reconcile with nothing to change sent %d writes, want 0: %v", len(got), got)
-	}
+	checkQuietReconcile(t, "thanosruler", ns, tr)
 
 	// Someone scales the StatefulSet and edits the rule ConfigMap: both reverted.
-	patch := client.MergeFrom(sts.DeepCopy())
-	sts.Spec.Replicas = ptr.To[int32](3)
-	if err := k8s.Patch(testCtx, &sts, patch); err != nil {
-		t.Fatal(err)
-	}
+	scaleStatefulSet(t, &sts, 3)
 	update(t, &cm, func(cm *corev1.ConfigMap) {
 		for k := range cm.Data {
 			cm.Data[k] = "groups: []\n"

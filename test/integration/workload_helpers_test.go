@@ -40,3 +40,25 @@ func checkArgs(t *testing.T, container string, args []string, want ...string) {
 		}
 	}
 }
+
+// checkQuietReconcile touches owner's labels and checks that the reconcile this makes
+// (counted for controller) sends no write in namespace ns.
+func checkQuietReconcile[T client.Object](t *testing.T, controller, ns string, owner T) {
+	t.Helper()
+	before, beforeReconciles := writes.Load(), reconcilesOf(t, controller)
+	update(t, owner, func(o T) { o.SetLabels(map[string]string{"touched": "yes"}) })
+	eventually(t, "a reconcile ran", func() (bool, error) { return reconcilesOf(t, controller) > beforeReconciles, nil })
+	if got := writesSince(before, ns); len(got) != 0 {
+		t.Errorf("a reconcile with nothing to change sent %d writes, want 0: %v", len(got), got)
+	}
+}
+
+// scaleStatefulSet changes the replicas of sts behind the operator's back.
+func scaleStatefulSet(t *testing.T, sts *appsv1.StatefulSet, replicas int32) {
+	t.Helper()
+	patch := client.MergeFrom(sts.DeepCopy())
+	sts.Spec.Replicas = &replicas
+	if err := k8s.Patch(testCtx, sts, patch); err != nil {
+		t.Fatal(err)
+	}
+}
