@@ -20,7 +20,7 @@ import (
 const (
 	containerThanosSidecar = "thanos-sidecar"
 	thanosHTTPPortName     = "http"
-	defaultThanosBlocks = "2h"
+	defaultThanosBlocks    = "2h"
 )
 
 // thanosFileConfigs are the sidecar's file-valued settings. The *File fields take
