@@ -11,7 +11,7 @@ LDFLAGS   := -X github.com/lookout-operator/lookout/internal/version.Version=$(V
 MONITORING := github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build tools test unit integration manifests verify demo fmt vet clean
+.PHONY: all build tools test unit integration manifests verify demo fmt vet clean images demo-node
 
 all: build
 
@@ -20,8 +20,11 @@ build: ## Build lookout and lookout-reloader into bin/
 	ln -sf lookout bin/kubectl-lookout   # with bin/ on PATH: kubectl lookout ...
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lookout-reloader ./cmd/lookout-reloader
 
-tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, Prometheus, Alertmanager, amtool and Thanos
-	$(GO) run ./hack/tools controlplane prometheus alertmanager thanos
+images: ## OCI images of lookout and lookout-reloader (linux/amd64, linux/arm64) as OCI layout tarballs in _output/images, no container engine needed
+	$(GO) run ./hack/images -version '$(VERSION)' -commit '$(COMMIT)' -out _output/images
+
+tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, Prometheus, Alertmanager, amtool, helm and Thanos
+	$(GO) run ./hack/tools controlplane prometheus alertmanager helm node thanos
 
 test: tools vet ## Unit, integration (real kube-apiserver) and end-to-end (real Prometheus) tests
 	@hack/check-no-leftovers.sh snapshot _output/processes-before-test
@@ -35,21 +38,25 @@ bench: tools ## Scale harness (not part of make test): cold start, change latenc
 	$(GO) run ./bench -scenario all -out docs/bench-results.json $(BENCH_FLAGS)
 .PHONY: bench
 
-manifests: ## Generate the monitoring.coreos.com CRDs into config/crd
+manifests: ## Generate the monitoring.coreos.com CRDs into config/crd, then the install paths from internal/install
 	@rm -rf config/crd && mkdir -p config/crd
 	$$($(GO) run ./hack/tools controller-gen | cut -f2) crd:crdVersions=v1 \
 		paths=$(MONITORING)/v1 paths=$(MONITORING)/v1alpha1 paths=$(MONITORING)/v1beta1 \
 		output:crd:dir=config/crd
+	$(GO) run ./hack/install   # config/default and overlays, config/lookout.yaml, charts/lookout
 
 verify: manifests vet ## Regenerate everything and fail when the tree changed
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; fi
 	$(GO) mod tidy && for d in tools/*/; do (cd $$d && GOWORK=off $(GO) mod tidy); done
-	@git diff --exit-code --stat -- config go.mod go.sum tools || { echo "verify: generated files are out of date; run 'make manifests' and 'go mod tidy' and commit"; exit 1; }
-	@if [ -n "$$(git status --porcelain --untracked-files=all -- config)" ]; then git status --porcelain -- config; echo "verify: untracked generated files"; exit 1; fi
+	@git diff --exit-code --stat -- config charts go.mod go.sum tools || { echo "verify: generated files are out of date; run 'make manifests' and 'go mod tidy' and commit"; exit 1; }
+	@if [ -n "$$(git status --porcelain --untracked-files=all -- config charts)" ]; then git status --porcelain -- config charts; echo "verify: untracked generated files"; exit 1; fi
 	@echo "verify: tree is clean"
 
 demo: tools ## Start a local control plane with Lookout and an example, and explain how to explore it
 	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)'
+
+demo-node: tools ## Like demo, but the generated Prometheus runs on a real kubelet (containerd, runc, CNI bridge); see docs/real-node.md
+	$(GO) run ./hack/demo-node
 
 fmt:
 	@gofmt -l -w $$(git ls-files '*.go') >/dev/null

@@ -2,9 +2,10 @@
 # Usage: check-no-leftovers.sh snapshot FILE   (before the tests)
 #        check-no-leftovers.sh check FILE      (after the tests)
 # Fails when the tests left an etcd, kube-apiserver, kube-controller-manager,
-# prometheus, reloader or operator process running that was not there before.
+# prometheus, reloader, operator, kubelet, containerd or shim process running that was not
+# there before.
 set -u
-pattern='/lookout/bin/|lookout-e2e|lookout-reloader|lookout-controlplane'
+pattern='/lookout/bin/|lookout-e2e|lookout-reloader|lookout-controlplane|lookout-node'
 list() { pgrep -f "$pattern" | sort -n; }
 case "${1:-}" in
 snapshot)

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lookout-operator/lookout/internal/reloader"
+	"github.com/lookout-operator/lookout/internal/version"
 )
 
 func main() {
@@ -33,11 +34,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	opts.AddFlags(flags)
 	logLevel := flags.String("log-level", "info", "Log level: debug, info, warn or error.")
+	showVersion := flags.Bool("version", false, "Print the version and commit and exit.")
 	if err := flags.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
 		}
 		return 2
+	}
+	if *showVersion {
+		// The image has no shell: this is how one checks which reloader a pod runs.
+		fmt.Printf("lookout-reloader %s (commit %s)\n", version.Version, version.CommitOrUnknown())
+		return 0
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

@@ -40,7 +40,7 @@ on stderr.`,
 	cmd.Flags().StringVar(&o.Prometheus, "prometheus", "", "The Prometheus to render, NAMESPACE/NAME (default: all)")
 	cmd.Flags().StringVar(&o.Alertmanager, "alertmanager", "", "Render this Alertmanager, NAMESPACE/NAME, instead of the Prometheus objects")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", cli.OutputObjects, "objects, config, rules, verdicts or alertmanager")
-	cmd.Flags().StringVar(&o.ReloaderImage, "reloader-image", "lookout-reloader:"+version.Version, "Image of the config-reloader sidecar (as given to the operator)")
+	cmd.Flags().StringVar(&o.ReloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar (as given to the operator)")
 	return cmd
 }
 
@@ -87,7 +87,7 @@ It reads the cluster of your kubeconfig, or files with -f.`,
 	}
 	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "Read objects from files or directories instead of the cluster")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-	cmd.Flags().StringVar(&o.ReloaderImage, "reloader-image", "lookout-reloader:"+version.Version, "Image of the config-reloader sidecar")
+	cmd.Flags().StringVar(&o.ReloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar")
 	return cmd
 }
 

@@ -3,10 +3,13 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/lookout-operator/lookout/internal/version"
 )
@@ -24,6 +27,14 @@ func newRootCommand() *cobra.Command {
 		Short:         "Lookout runs Prometheus on Kubernetes from monitoring.coreos.com objects",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// render and explain use controller-runtime's clients, which log
+		// through its global logger: unset, it prints a stack trace after
+		// 30 s. The operator sets its own from --log-format and --log-level.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if cmd.Name() != "operator" {
+				ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			}
+		},
 	}
 	// Installed as kubectl-lookout, it is the kubectl plugin `kubectl lookout`.
 	if filepath.Base(os.Args[0]) == "kubectl-lookout" {

@@ -96,7 +96,7 @@ func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.Int32Var(&o.wh.TimeoutSeconds, "webhook-timeout-seconds", 5, "Seconds the apiserver waits for the webhook")
 	f.StringVar(&o.wh.ConfigurationName, "webhook-configuration", "lookout", "Name of the ValidatingWebhookConfiguration")
 	f.StringVar(&o.wh.CAInjectFrom, "webhook-ca-inject-from", "", "With --webhook-manage-certs=false: cert-manager Certificate <namespace>/<name> for CA injection")
-	f.StringVar(&o.reloaderImage, "reloader-image", "lookout-reloader:"+version.Version, "Image of the config-reloader sidecar")
+	f.StringVar(&o.reloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar")
 }
 
 func newLogger(format, level string) (logr.Logger, error) {

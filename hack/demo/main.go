@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +22,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/lookout-operator/lookout/internal/controlplane"
 	"github.com/lookout-operator/lookout/internal/devenv"
@@ -38,6 +42,10 @@ func main() {
 	exitAfter := flag.Bool("exit", false, "stop after printing the results instead of waiting for Ctrl-C")
 	ldflags := flag.String("ldflags", "", "ldflags for building lookout")
 	flag.Parse()
+	// The demo's own clients (controller-runtime's) log through its global
+	// logger; unset, it prints a "SetLogger was never called" stack trace
+	// in the middle of the demo's output after 30 s. Warnings only.
+	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err := run(*exitAfter, *ldflags); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)

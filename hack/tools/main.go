@@ -1,6 +1,6 @@
 // Command tools builds (or finds cached) the binaries the tests and the demo
-// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen] [thanos]
-// (default: controlplane prometheus alertmanager)
+// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen] [helm] [node] [thanos]
+// (default: controlplane prometheus alertmanager helm)
 package main
 
 import (
@@ -20,16 +20,18 @@ func main() {
 		"prometheus":     {controlplane.Prometheus},
 		"alertmanager":   controlplane.AlertmanagerTools,
 		"controller-gen": {controlplane.ControllerGen},
+		"helm":           {controlplane.Helm},
+		"node":           {controlplane.Kubelet},
 		"thanos":         {controlplane.Thanos},
 	}
 	args := os.Args[1:]
 	if len(args) == 0 {
-		args = []string{"controlplane", "prometheus", "alertmanager"}
+		args = []string{"controlplane", "prometheus", "alertmanager", "helm"}
 	}
 	for _, a := range args {
 		tools, ok := sets[a]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, controller-gen or thanos)\n", a)
+			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, controller-gen, helm, node or thanos)\n", a)
 			os.Exit(2)
 		}
 		for _, t := range tools {

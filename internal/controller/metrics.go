@@ -1,10 +1,16 @@
 package controller
 
 import (
+	"strings"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/lookout-operator/lookout/internal/render"
+	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 )
 
 // reconcilePhaseSeconds tells where a Prometheus reconcile spends its time.
@@ -21,8 +27,48 @@ var renderCacheMonitors = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Monitors whose jobs a render took from the cache (result=hit) or built and checked anew (result=miss).",
 }, []string{"result"})
 
+// reconcileErrors counts reconciles that ended with Reconciled=False, by the
+// workload kind and the condition's reason (the same reason as on the status
+// and the Event), so an alert says what kind of problem, not only that one exists.
+var reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "lookout_reconcile_errors_total",
+	Help: "Reconciles that ended with Reconciled=False, by workload kind and reason.",
+}, []string{"kind", "reason"})
+
+// rejections counts objects newly rejected by a workload (a rejection that is
+// new or whose reason or message changed; the same rejection on every
+// reconcile counts once), by the rejected object's kind and reason.
+var rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "lookout_rejected_objects_total",
+	Help: "Selected objects a workload newly rejected (left out of its configuration), by object kind and reason.",
+}, []string{"kind", "reason"})
+
+// configBytes and configPieces tell how close a Prometheus's configuration is
+// to one Secret's limit and how many pieces it was split into.
+var (
+	configBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lookout_prometheus_config_bytes",
+		Help: "Bytes of the compressed configuration last written for a Prometheus, its main Secret and every piece together.",
+	}, []string{"namespace", "name"})
+	configPieces = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lookout_prometheus_config_pieces",
+		Help: "Scrape-config pieces (Secrets besides the main one) the configuration of a Prometheus is split into; 0 when it fits one Secret.",
+	}, []string{"namespace", "name"})
+)
+
+// Collectors are the operator's own metrics (controller-runtime's come on
+// top); the install tests check the dashboard and alerts against them.
+var Collectors = []prometheus.Collector{reconcilePhaseSeconds, renderCacheMonitors, reconcileErrors, rejections, configBytes, configPieces}
+
 func init() {
-	metrics.Registry.MustRegister(reconcilePhaseSeconds, renderCacheMonitors)
+	metrics.Registry.MustRegister(Collectors...)
+}
+
+// countReconcileError records a reconcile of kind that ends with Reconciled=False.
+func countReconcileError(kind string, st *statusUpdate) {
+	if st.reconcileErr != nil {
+		reconcileErrors.WithLabelValues(kind, st.reconcileErr.Reason).Inc()
+	}
 }
 
 // phaseTimer observes the phases of one reconcile.
@@ -35,4 +81,31 @@ func (t *phaseTimer) done(phase string) {
 	now := time.Now()
 	reconcilePhaseSeconds.WithLabelValues(phase).Observe(now.Sub(t.last).Seconds())
 	t.last = now
+}
+
+// recordConfigSize sets the configuration size metrics of p from the Secrets
+// just applied: the main config Secret and the scrape-config pieces.
+func recordConfigSize(p *monitoringv1.Prometheus, d *render.Desired) {
+	main := promrender.ConfigSecretName(p.Name)
+	piecePrefix := promrender.ConfigPieceSecretName(p.Name, 0)
+	piecePrefix = strings.TrimSuffix(piecePrefix, "0")
+	var bytes, pieces int
+	for _, o := range d.Objects {
+		s, ok := o.(*corev1.Secret)
+		if !ok {
+			continue
+		}
+		switch {
+		case s.Name == main:
+		case strings.HasPrefix(s.Name, piecePrefix):
+			pieces++
+		default:
+			continue
+		}
+		for _, v := range s.Data {
+			bytes += len(v)
+		}
+	}
+	configBytes.WithLabelValues(p.Namespace, p.Name).Set(float64(bytes))
+	configPieces.WithLabelValues(p.Namespace, p.Name).Set(float64(pieces))
 }

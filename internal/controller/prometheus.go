@@ -155,6 +155,7 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return reportApplyFailure(r.Recorder, p, st, err)
 	}
 	st.reconciled = true
+	recordConfigSize(p, desired)
 	// Accepted now means "in the configuration Prometheus was handed". The bindings are
 	// written off this reconcile: the next change does not wait for them.
 	verdicts := desired.Verdicts
@@ -359,6 +360,8 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, p *monitoringv1.Pro
 }
 
 func (r *PrometheusReconciler) forget(key types.NamespacedName) {
+	configBytes.DeleteLabelValues(key.Namespace, key.Name)
+	configPieces.DeleteLabelValues(key.Namespace, key.Name)
 	r.refs.set(key, nil)
 	r.memory.drop(key)
 }
@@ -410,6 +413,7 @@ func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind s
 				"Accepted by %s %s/%s", ownerKind, owner.GetNamespace(), owner.GetName())
 			continue
 		}
+		rejections.WithLabelValues(v.Kind, v.Reason).Inc()
 		rec.Eventf(obj, owner, corev1.EventTypeWarning, v.Reason, "Select",
 			"Rejected by %s %s/%s: %s", ownerKind, owner.GetNamespace(), owner.GetName(), v.Message)
 	}

@@ -175,6 +175,7 @@ func (r *workloadReconciler[T]) finalize(ctx context.Context, obj T, mem *worklo
 
 // writeStatus patches the status the kind computes, when it changed.
 func (r *workloadReconciler[T]) writeStatus(ctx context.Context, obj T, st *statusUpdate) error {
+	countReconcileError(r.kind.name(), st)
 	var sts appsv1.StatefulSet
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: r.kind.statefulSet(obj)}, &sts)
 	if err != nil && !apierrors.IsNotFound(err) {

@@ -25,6 +25,7 @@ type statusUpdate struct {
 }
 
 func (r *PrometheusReconciler) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, st *statusUpdate) error {
+	countReconcileError(monitoringv1.PrometheusesKind, st)
 	next := p.Status.DeepCopy()
 	next.Paused = p.Spec.Paused
 	shards := promrender.ShardCount(p)

@@ -26,6 +26,7 @@ const (
 	// web UI's assets.
 	AlertmanagerVersion  = "v0.31.1"
 	ControllerGenVersion = "v0.23.0"
+	HelmVersion          = "v3.22.0"
 	// ThanosVersion stays at v0.41.0: later releases need a newer Go.
 	ThanosVersion = "v0.41.0"
 )
@@ -54,6 +55,10 @@ var (
 	Kubectl = Tool{Name: "kubectl", Module: "kubernetes", Version: KubernetesVersion,
 		Package: "k8s.io/kubernetes/cmd/kubectl", Estimate: "1 min",
 		LDFlags: "-X k8s.io/component-base/version.gitVersion=" + KubernetesVersion}
+	// Kubelet runs pods on the real node of internal/node; it is not part of Start.
+	Kubelet = Tool{Name: "kubelet", Module: "kubernetes", Version: KubernetesVersion,
+		Package: "k8s.io/kubernetes/cmd/kubelet", Estimate: "4 min",
+		LDFlags: "-X k8s.io/component-base/version.gitVersion=" + KubernetesVersion}
 	Prometheus = Tool{Name: "prometheus", Module: "prometheus", Version: PrometheusVersion,
 		Package: "github.com/prometheus/prometheus/cmd/prometheus", Estimate: "9 min"}
 	Alertmanager = Tool{Name: "alertmanager", Module: "alertmanager", Version: AlertmanagerVersion,
@@ -64,6 +69,10 @@ var (
 		LDFlags: "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(AlertmanagerVersion, "v")}
 	ControllerGen = Tool{Name: "controller-gen", Module: "controller-gen", Version: ControllerGenVersion,
 		Package: "sigs.k8s.io/controller-tools/cmd/controller-gen", Estimate: "20 s"}
+	// Helm lints and renders charts/lookout in the install tests.
+	Helm = Tool{Name: "helm", Module: "helm", Version: HelmVersion,
+		Package: "helm.sh/helm/v3/cmd/helm", Estimate: "3 min",
+		LDFlags: "-X helm.sh/helm/v3/internal/version.version=" + HelmVersion}
 	// Thanos replaces some dependencies with forks that the checksum
 	// database does not list, so their sums are checked against go.sum only.
 	Thanos = Tool{Name: "thanos", Module: "thanos", Version: ThanosVersion,

@@ -84,6 +84,10 @@ type Options struct {
 	Strategy Strategy
 	// HTTPClient is used for reload requests; defaults to a client without a global timeout.
 	HTTPClient *http.Client
+	// ReloadInsecureSkipVerify skips the verification of the server's certificate on an
+	// https reload URL (the server in the same pod, reached on loopback, whose certificate
+	// names its Service).
+	ReloadInsecureSkipVerify bool
 }
 
 // DefaultOptions returns the defaults the flags advertise.
@@ -122,6 +126,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"A piece is optional: when it is absent (no input file and no Secret, or the watch reports the Secret deleted), its output file is removed so that Prometheus stops loading it.")
 	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, "How to reload: http (POST --reload-url) or signal (SIGHUP to the PID in --process-pid-file).")
 	fs.StringVar(&o.ReloadURL, "reload-url", o.ReloadURL, "URL to POST to reload the server (Prometheus or Alertmanager).")
+	fs.BoolVar(&o.ReloadInsecureSkipVerify, "reload-insecure-skip-verify", o.ReloadInsecureSkipVerify, "Do not verify the server's certificate on an https --reload-url (a server in the same pod, on loopback).")
 	fs.StringVar(&o.PIDFile, "process-pid-file", o.PIDFile, "File holding the PID to send SIGHUP to (--reload-strategy=signal).")
 	fs.StringVar(&o.ListenAddress, "listen-address", o.ListenAddress, "Address for /healthz, /readyz and /metrics; empty disables the server.")
 	fs.BoolVar(&o.InitMode, "init-mode", o.InitMode, "Write the configuration and every present piece once and exit.")

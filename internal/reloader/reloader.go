@@ -16,6 +16,7 @@ package reloader
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -101,7 +102,7 @@ func NewSidecar(o Options) (*Sidecar, error) {
 		case StrategySignal:
 			strategy = &SignalStrategy{PIDFile: o.PIDFile}
 		default:
-			strategy = &HTTPStrategy{URL: o.ReloadURL, Client: o.HTTPClient, Timeout: o.ReloadTimeout}
+			strategy = &HTTPStrategy{URL: o.ReloadURL, Client: reloadClient(o), Timeout: o.ReloadTimeout}
 		}
 	}
 	s.reloads = newReloadLoop(strategy, o.ReloadBackoff, o.ReloadDebounce, s.metrics, s.log)
@@ -531,4 +532,15 @@ func waitForFile(ctx context.Context, path string, interval time.Duration, log *
 		case <-time.After(interval):
 		}
 	}
+}
+
+// reloadClient is the client of reload requests: o.HTTPClient, or with
+// ReloadInsecureSkipVerify one that accepts any server certificate; nil means the default.
+func reloadClient(o Options) *http.Client {
+	if o.HTTPClient != nil || !o.ReloadInsecureSkipVerify {
+		return o.HTTPClient
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback to the server in the same pod
+	return &http.Client{Transport: transport}
 }

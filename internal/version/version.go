@@ -26,3 +26,20 @@ func CommitOrUnknown() string {
 	}
 	return "unknown"
 }
+
+// ImageRepository is where Lookout's release images are published; the images are
+// ImageRepository/lookout and ImageRepository/lookout-reloader, tagged with Version
+// (hack/images builds them).
+const ImageRepository = "ghcr.io/lookout-operator"
+
+// Image is the reference of one of Lookout's images at this build's version, e.g.
+// Image("lookout-reloader") = "ghcr.io/lookout-operator/lookout-reloader:v0.1.0".
+func Image(name string) string {
+	return ImageRepository + "/" + name + ":" + Version
+}
+
+// ReloaderImage is the config-reloader image that matches this operator: the default of
+// --reloader-image, so an operator never runs a sidecar of another version by accident.
+func ReloaderImage() string {
+	return Image("lookout-reloader")
+}

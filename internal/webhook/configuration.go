@@ -55,3 +55,11 @@ func desiredConfiguration(o Options, caBundle []byte) *admissionregistrationv1ac
 	}
 	return cfg
 }
+
+// Configuration is the ValidatingWebhookConfiguration the operator applies
+// for opts, without a CA bundle (the operator or cert-manager adds it): the
+// install manifests ship it so that removing the install removes it.
+func Configuration(opts Options) *admissionregistrationv1ac.ValidatingWebhookConfigurationApplyConfiguration {
+	opts.setDefaults()
+	return desiredConfiguration(opts, nil)
+}

@@ -242,6 +242,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("certificates are not managed by Lookout, but %s holds no usable tls.crt and tls.key: %w", opts.CertDir, err)
 	}
 
+	exportCertificateExpiry(opts.CertDir)
+
 	convert, err := conversionHandler(mgr.GetScheme())
 	if err != nil {
 		return err

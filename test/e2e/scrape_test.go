@@ -112,7 +112,13 @@ func startTarget(t *testing.T, ns, name string, port int32) string {
 
 func runPrometheusPod(t *testing.T, ns, name string) *localpod.Pod {
 	t.Helper()
-	pod, err := devenv.RunPrometheusPod(testCtx, k8s, cp, bins, ns, name, t.TempDir())
+	return runPrometheusPodIn(t, ns, name, t.TempDir())
+}
+
+// runPrometheusPodIn is runPrometheusPod with the pod's files (its volumes) under dir.
+func runPrometheusPodIn(t *testing.T, ns, name, dir string) *localpod.Pod {
+	t.Helper()
+	pod, err := devenv.RunPrometheusPod(testCtx, k8s, cp, bins, ns, name, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

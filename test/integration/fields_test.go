@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -109,4 +111,57 @@ func TestPrometheusPodFieldsReachTheStatefulSetAndARefusedFieldKeepsIt(t *testin
 	if cfg, _ := configOf(ns, "main"); cfg != cfgBefore {
 		t.Errorf("the config changed while the spec was refused:\n%s", cfg)
 	}
+}
+
+// TestPrometheusWebTLSWaitsForItsSecretThenServesHTTPS: web.tlsConfig naming a Secret that
+// does not exist yet is reported (not a pod stuck mounting it); once the Secret exists the
+// StatefulSet projects it, probes use HTTPS and the reloader reloads over https.
+func TestPrometheusWebTLSWaitsForItsSecretThenServesHTTPS(t *testing.T) {
+	ns := newNamespace(t)
+	sel := func(key string) *corev1.SecretKeySelector {
+		return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "web-tls"}, Key: key}
+	}
+	p := newPrometheus(ns, "main", func(p *monitoringv1.Prometheus) {
+		p.Spec.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{
+			Cert: monitoringv1.SecretOrConfigMap{Secret: sel("tls.crt")}, KeySecret: *sel("tls.key"),
+		}}}
+	})
+	mustCreate(t, p)
+	eventually(t, "Reconciled=False names the missing Secret", func() (bool, error) {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
+			return false, err
+		}
+		c := condition(p, monitoringv1.Reconciled)
+		return c != nil && c.Status == monitoringv1.ConditionFalse && c.Reason == "SecretNotFound" &&
+			strings.Contains(c.Message, "spec.web.tlsConfig.cert.secret: Secret "+ns+"/web-tls not found"), nil
+	})
+
+	pem := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(repoRoot, "internal", "render", "scrape", "testdata", "tls", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	mustCreate(t, &corev1.Secret{ObjectMeta: metaName(ns, "web-tls"),
+		Data: map[string][]byte{"tls.crt": pem("client.crt"), "tls.key": pem("client.key")}})
+	key := client.ObjectKey{Namespace: ns, Name: "prometheus-main"}
+	eventually(t, "the StatefulSet projects the Secret and probes over HTTPS", func() (bool, error) {
+		var sts appsv1.StatefulSet
+		if err := k8s.Get(testCtx, key, &sts); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		pod := &sts.Spec.Template.Spec
+		projected := slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "web-tls" && v.Projected != nil })
+		prom, reloader := pod.Containers[0], pod.Containers[1]
+		https := prom.ReadinessProbe != nil && prom.ReadinessProbe.HTTPGet.Scheme == corev1.URISchemeHTTPS
+		return projected && https && slices.Contains(reloader.Args, "--reload-url=https://127.0.0.1:9090/-/reload"), nil
+	})
+	eventually(t, "the Prometheus is Reconciled", func() (bool, error) {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
+			return false, err
+		}
+		c := condition(p, monitoringv1.Reconciled)
+		return c != nil && c.Status == monitoringv1.ConditionTrue, nil
+	})
 }

@@ -61,8 +61,10 @@ var honouredPrometheusFields = []string{
 // refusedPrometheusFields are refused by Validate: each sets a value Lookout does not
 // generate, keyed by the field path the refusal must name.
 var refusedPrometheusFields = map[string]func(*monitoringv1.PrometheusSpec){
-	"spec.web.tlsConfig": func(s *monitoringv1.PrometheusSpec) {
-		s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{}}}
+	// The probes and the reloader have no client certificate.
+	"spec.web.tlsConfig.clientAuthType": func(s *monitoringv1.PrometheusSpec) {
+		s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{
+			CertFile: ptrTo("/c.crt"), KeyFile: ptrTo("/c.key"), ClientAuthType: ptrTo("RequireAndVerifyClientCert")}}}
 	},
 	"spec.portName": func(s *monitoringv1.PrometheusSpec) { s.PortName = "http" },
 	"spec.reloadStrategy": func(s *monitoringv1.PrometheusSpec) {

@@ -129,6 +129,22 @@ func TestGolden(t *testing.T) {
 			),
 			opts: newOptions(),
 		},
+		{
+			file: "web-tls.yaml",
+			p: newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+				s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{
+					TLSConfig: &monitoringv1.WebTLSConfig{
+						Cert:           monitoringv1.SecretOrConfigMap{Secret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "prometheus-tls"}, Key: "tls.crt"}},
+						KeySecret:      corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "prometheus-tls"}, Key: "tls.key"},
+						ClientCA:       monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "clients"}, Key: "ca.crt"}},
+						ClientAuthType: ptrTo("VerifyClientCertIfGiven"),
+						MinVersion:     ptrTo("TLS12"),
+					},
+					HTTPConfig: &monitoringv1.WebHTTPConfig{HTTP2: ptrTo(true)},
+				}}
+			})),
+			opts: newOptions(),
+		},
 		{file: "thanos-sidecar.yaml", p: newPrometheus(withSpec(withThanosSidecar)), opts: newOptions()},
 	}
 	for _, tc := range cases {

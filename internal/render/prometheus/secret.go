@@ -21,7 +21,7 @@ func webConfigSecret(p *monitoringv1.Prometheus, opts Options) (*corev1.Secret, 
 	if p.Spec.Web != nil {
 		fields = &p.Spec.Web.WebConfigFileFields
 	}
-	data, err := workload.WebConfigFile(fields)
+	data, err := workload.WebConfigFileTLS(fields, webTLSDir)
 	if err != nil {
 		return nil, err
 	}

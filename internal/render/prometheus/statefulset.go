@@ -20,12 +20,14 @@ const (
 	configOutDir      = "/etc/prometheus/config_out"
 	configEnvsubstOut = configOutDir + "/prometheus.env.yaml"
 	webConfigDir      = "/etc/prometheus/web_config"
+	webTLSDir         = "/etc/prometheus/web_tls"
 	secretsDir        = "/etc/prometheus/secrets"
 	configMapsDir     = "/etc/prometheus/configmaps"
 
 	volConfig    = "config"
 	volConfigOut = "config-out"
 	volWebConfig = "web-config"
+	volWebTLS    = "web-tls"
 
 	containerPrometheus = "prometheus"
 
@@ -170,6 +172,11 @@ func volumes(p *monitoringv1.Prometheus) []corev1.Volume {
 	if needsLogVolume(p) {
 		vols = append(vols, logVolume())
 	}
+	if t := webTLS(p); t != nil {
+		if v := workload.WebTLSVolume(volWebTLS, t); v != nil {
+			vols = append(vols, *v)
+		}
+	}
 	return append(vols, p.Spec.Volumes...)
 }
 
@@ -184,6 +191,9 @@ func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
 	mounts = append(mounts, ruleMounts(p)...)
 	if needsLogVolume(p) {
 		mounts = append(mounts, logMount())
+	}
+	if t := webTLS(p); t != nil && workload.WebTLSVolume(volWebTLS, t) != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: volWebTLS, MountPath: webTLSDir, ReadOnly: true})
 	}
 	mounts = append(mounts, p.Spec.VolumeMounts...)
 	startupSeconds := workload.ValueOr(p.Spec.MaximumStartupDurationSeconds, defaultStartupDuration)
@@ -244,8 +254,24 @@ func httpProbe(p *monitoringv1.Prometheus, endpoint string) corev1.ProbeHandler 
 	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path:   path.Join(routePrefix(p), endpoint),
 		Port:   intstr.FromString(webPortName),
-		Scheme: corev1.URISchemeHTTP,
+		Scheme: webScheme(p),
 	}}
+}
+
+// webTLS is spec.web.tlsConfig, nil when Prometheus serves plain HTTP.
+func webTLS(p *monitoringv1.Prometheus) *monitoringv1.WebTLSConfig {
+	if p.Spec.Web == nil {
+		return nil
+	}
+	return p.Spec.Web.TLSConfig
+}
+
+// webScheme is how the kubelet and the reloader talk to the web server.
+func webScheme(p *monitoringv1.Prometheus) corev1.URIScheme {
+	if webTLS(p) != nil {
+		return corev1.URISchemeHTTPS
+	}
+	return corev1.URISchemeHTTP
 }
 
 // prometheusArgs are the command-line flags of the prometheus container: the generated
@@ -389,9 +415,9 @@ func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, in
 		PullPolicy:   p.Spec.ImagePullPolicy,
 		ConfigFile:   configDir + "/" + ConfigSecretKey,
 		OutputFile:   configEnvsubstOut,
-		ReloadURL:    "http://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), "/-/reload"),
+		ReloadURL:    strings.ToLower(string(webScheme(p))) + "://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), "/-/reload"),
 		ConfigSecret: p.Namespace + "/" + ConfigSecretName(p.Name),
-		Args:         configPieceArgs(p),
+		Args:         reloaderArgs(p),
 		SidecarArgs:  ruleWatchArgs(p),
 		Env:          []corev1.EnvVar{{Name: "SHARD", Value: strconv.Itoa(int(shard))}},
 		Mounts: append([]corev1.VolumeMount{
@@ -400,6 +426,17 @@ func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, in
 		}, configPieceMounts()...),
 		SidecarMounts: ruleMounts(p),
 	}.Container(init)
+}
+
+// reloaderArgs: the config pieces, and with web TLS no verification of the certificate on
+// the loopback reload request, which names the Service, not 127.0.0.1, and never leaves the
+// pod.
+func reloaderArgs(p *monitoringv1.Prometheus) []string {
+	args := configPieceArgs(p)
+	if webTLS(p) != nil {
+		args = append(args, "--reload-insecure-skip-verify")
+	}
+	return args
 }
 
 // metadataWALRecordsFeature makes Prometheus write metric metadata to the WAL, where Remote

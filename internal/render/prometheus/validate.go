@@ -192,6 +192,9 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 	if err := workload.CheckLogFlags(s.LogLevel, s.LogFormat); err != nil {
 		return err
 	}
+	if err := workload.CheckWebTLS("spec.web.tlsConfig", webTLS(p)); err != nil {
+		return err
+	}
 	for i, f := range s.EnableFeatures {
 		if f == "" || strings.ContainsAny(string(f), ", ") {
 			return invalid(fmt.Sprintf("spec.enableFeatures[%d]", i), "%q is not a feature name", f)
@@ -249,8 +252,6 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	s := &p.Spec
 	switch {
-	case s.Web != nil && s.Web.TLSConfig != nil:
-		return unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only: the kubelet probes and the reloader's reload request would need HTTPS, which is not generated yet; remove the field")
 	case s.PortName != "" && s.PortName != webPortName:
 		return unsupported("spec.portName", "the web port is always named \"web\"")
 	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:

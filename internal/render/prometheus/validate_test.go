@@ -103,11 +103,11 @@ func TestValidateRejects(t *testing.T) {
 			s.Thanos = &monitoringv1.ThanosSpec{MinTime: "yesterday"}
 		})), "spec.thanos.minTime", ReasonInvalidSpec, []string{"RFC3339"}},
 		{
-			"reports web TLS as unsupported",
+			"rejects web TLS without a key",
 			newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
-				s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{}}}
+				s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{CertFile: ptrTo("/c.crt")}}}
 			})),
-			"spec.web.tlsConfig", ReasonUnsupportedField, []string{"plain HTTP"},
+			"spec.web.tlsConfig", ReasonInvalidSpec, []string{"private key"},
 		},
 		{"rejects a receiver message version Prometheus does not know", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
 			s.RemoteWriteReceiverMessageVersions = []monitoringv1.RemoteWriteMessageVersion{"V3.0"}

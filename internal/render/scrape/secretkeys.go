@@ -216,6 +216,11 @@ func walkReferences(in Input, v referenceVisitor) {
 		if tr := p.Spec.TracingConfig; tr != nil && tr.TLSConfig != nil {
 			r.tls(&tr.TLSConfig.SafeTLSConfig)
 		}
+		if w := p.Spec.Web; w != nil && w.TLSConfig != nil {
+			r.secretOrConfigMap(&w.TLSConfig.Cert)
+			r.secret(&w.TLSConfig.KeySecret)
+			r.secretOrConfigMap(&w.TLSConfig.ClientCA)
+		}
 	}
 }
 

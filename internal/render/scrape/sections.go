@@ -1,6 +1,7 @@
 package scrape
 
 import (
+	"crypto/tls"
 	"fmt"
 	"strings"
 
@@ -174,6 +175,9 @@ func (g *generator) sections(doc *globalDocument, gc *globalConfig) *workload.Sp
 		}
 		doc.OTLP = out
 	}
+	if se := g.checkWebTLS(); se != nil {
+		return se
+	}
 	if f := spec.QueryLogFile; f != "" {
 		gc.QueryLogFile = promrender.LogFilePath(f)
 	}
@@ -260,4 +264,39 @@ func otlp(o *monitoringv1.OTLPConfig) (*otlpConfig, *workload.SpecError) {
 // key) into a spec error; the message names the field already.
 func rejectionSpecError(field string, rej *rejection) *workload.SpecError {
 	return &workload.SpecError{Field: field, Reason: rej.reason, Message: rej.message}
+}
+
+// checkWebTLS checks that the Secrets and ConfigMaps spec.web.tlsConfig names hold the
+// certificate and key, and that they make a key pair: the pod mounts them, and a missing one
+// would leave it stuck in ContainerCreating with nothing on the Prometheus's status.
+func (g *generator) checkWebTLS() *workload.SpecError {
+	w := g.prom.Spec.Web
+	if w == nil || w.TLSConfig == nil {
+		return nil
+	}
+	const field = "spec.web.tlsConfig"
+	t, ns := w.TLSConfig, g.prom.Namespace
+	var cert, key string
+	var rej *rejection
+	if t.CertFile == nil || *t.CertFile == "" {
+		if cert, rej = g.secretOrConfigMapValue(ns, field+".cert", &t.Cert); rej != nil {
+			return rejectionSpecError(field+".cert", rej)
+		}
+	}
+	if t.KeyFile == nil || *t.KeyFile == "" {
+		if key, rej = g.secretValue(ns, field+".keySecret", &t.KeySecret); rej != nil {
+			return rejectionSpecError(field+".keySecret", rej)
+		}
+	}
+	if t.ClientCAFile == nil || *t.ClientCAFile == "" {
+		if _, rej = g.secretOrConfigMapValue(ns, field+".client_ca", &t.ClientCA); rej != nil {
+			return rejectionSpecError(field+".client_ca", rej)
+		}
+	}
+	if cert != "" && key != "" {
+		if _, err := tls.X509KeyPair([]byte(cert), []byte(key)); err != nil {
+			return workload.Invalid(field, "the certificate and key do not make a key pair: %v", err)
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	promdiscovery "github.com/prometheus/prometheus/discovery"
 	"github.com/prometheus/prometheus/discovery/kubernetes"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -137,6 +138,30 @@ func TestSectionsRefusals(t *testing.T) {
 		{"refuses API server credentials from a missing Secret", on("v3.0.0", func(s *monitoringv1.PrometheusSpec) {
 			s.APIServerConfig = &monitoringv1.APIServerConfig{Host: "https://k", BasicAuth: &monitoringv1.BasicAuth{Username: secretRef("gone", "u"), Password: secretRef("gone", "p")}}
 		}), ReasonSecretNotFound, []string{"spec.apiserverConfig.basicAuth.username: Secret monitoring/gone not found"}},
+	}
+	webTLS := func(certKey string, secrets ...*corev1.Secret) Input {
+		return newInput(newPrometheus(withPromSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{
+				Cert:      monitoringv1.SecretOrConfigMap{Secret: secretPtr("web-tls", certKey)},
+				KeySecret: secretRef("web-tls", "tls.key"),
+			}}}
+		})), nil, secrets...)
+	}
+	webSecret := newSecret("monitoring", "web-tls", map[string]string{
+		"tls.crt": testPEM("client.crt"), "tls.key": testPEM("client.key"), "other.crt": testPEM("ca.crt")})
+	cases = append(cases, []struct {
+		name    string
+		in      Input
+		reason  string
+		message []string
+	}{
+		{"refuses web TLS from a missing Secret, which would leave the pod stuck", webTLS("tls.crt"),
+			ReasonSecretNotFound, []string{"spec.web.tlsConfig.cert.secret: Secret monitoring/web-tls not found"}},
+		{"refuses a web certificate that does not match its key", webTLS("other.crt", webSecret),
+			workload.ReasonInvalidSpec, []string{"spec.web.tlsConfig: the certificate and key do not make a key pair"}},
+	}...)
+	if _, err := Generate(webTLS("tls.crt", webSecret)); err != nil {
+		t.Errorf("a matching web certificate and key: %v", err)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -140,3 +140,37 @@ func TestCheckUserVolumes(t *testing.T) {
 		})
 	}
 }
+
+func TestWebTLSServesProjectedFilesAndRefusesWhatTheServerWould(t *testing.T) {
+	sel := func(name, key string) *corev1.SecretKeySelector {
+		return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+	}
+	tlsCfg := &monitoringv1.WebTLSConfig{
+		Cert:      monitoringv1.SecretOrConfigMap{Secret: sel("web", "tls.crt")},
+		KeySecret: *sel("web", "tls.key"),
+		ClientCA:  monitoringv1.SecretOrConfigMap{Secret: sel("web", "tls.crt")}, // the same key twice: projected once
+	}
+	out, err := WebConfigFileTLS(&monitoringv1.WebConfigFileFields{TLSConfig: tlsCfg}, "/tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cert_file: /tls/secret_web_tls.crt", "key_file: /tls/secret_web_tls.key", "client_ca_file: /tls/secret_web_tls.crt"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("web config lacks %q:\n%s", want, out)
+		}
+	}
+	vol := WebTLSVolume("web-tls", tlsCfg)
+	if vol == nil || len(vol.Projected.Sources) != 2 {
+		t.Fatalf("projected volume = %+v, want the certificate and the key once each", vol)
+	}
+	if v := WebTLSVolume("web-tls", &monitoringv1.WebTLSConfig{CertFile: Ptr("/c"), KeyFile: Ptr("/k")}); v != nil {
+		t.Errorf("files only: volume %+v, want none", v)
+	}
+	tlsCfg.MinVersion = Ptr("TLS9")
+	if _, err := WebConfigFileTLS(&monitoringv1.WebConfigFileFields{TLSConfig: tlsCfg}, "/tls"); err == nil || !strings.Contains(err.Error(), "TLS9") {
+		t.Errorf("an unknown TLS version: err = %v, want the web server's refusal", err)
+	}
+	if err := CheckWebTLS("spec.web.tlsConfig", &monitoringv1.WebTLSConfig{CertFile: Ptr("/c"), KeyFile: Ptr("/k"), ClientAuthType: Ptr("RequireAnyClientCert")}); err == nil || err.Reason != ReasonUnsupportedField {
+		t.Errorf("client certificates required: %v, want UnsupportedField", err)
+	}
+}

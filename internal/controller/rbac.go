@@ -1,0 +1,124 @@
+package controller
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// Scope says where a Permission is needed.
+type Scope string
+
+const (
+	// ScopeCluster: cluster-scoped resources (a ClusterRole in every mode).
+	ScopeCluster Scope = "Cluster"
+	// ScopeWatched: namespaced resources in every namespace the operator
+	// watches (a ClusterRole when it watches all of them, a Role in each of
+	// --namespaces otherwise).
+	ScopeWatched Scope = "Watched"
+	// ScopeOperator: namespaced resources in the operator's own namespace
+	// only (leader election, the webhook certificate).
+	ScopeOperator Scope = "Operator"
+)
+
+// Permission is one rule of the operator's RBAC and why it is needed.
+type Permission struct {
+	Scope         Scope
+	Group         string
+	Resources     []string
+	ResourceNames []string
+	Verbs         []string
+	Why           string
+}
+
+var (
+	readVerbs  = []string{"get", "list", "watch"}
+	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	// statusVerbs: status is patched (conditions, bindings), never read
+	// through the subresource or replaced.
+	statusVerbs = []string{"patch"}
+)
+
+// Permissions is everything the operator does with the API: what the
+// controllers watch (setup.go, cache.go), what they write (apply, status,
+// bindings, finalizers, Events), what the webhook's certificate rotation and
+// leader election touch, and what the generated Prometheus RBAC grants (the
+// apiserver lets the operator grant only what it holds itself: it has no
+// escalate or bind). The install manifests are generated from this list, and
+// the install tests run the operator with exactly these rules and fail on any
+// 403: a watch added without its permission fails there.
+var Permissions = []Permission{
+	// The workloads: watched, finalizers added and removed, status written.
+	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
+		Resources: []string{"prometheuses", "alertmanagers", "prometheusagents", "thanosrulers"},
+		Verbs:     []string{"get", "list", "watch", "patch"},
+		Why:       "the workloads: watched, finalizer added and removed (patch)"},
+	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
+		Resources: []string{"prometheuses/status", "alertmanagers/status", "prometheusagents/status", "thanosrulers/status"},
+		Verbs:     statusVerbs, Why: "Reconciled and Available conditions, replica counts"},
+	// Clusters with the OwnerReferencesPermissionEnforcement admission
+	// plugin demand this to set blockOwnerDeletion on children.
+	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
+		Resources: []string{"prometheuses/finalizers", "alertmanagers/finalizers", "prometheusagents/finalizers", "thanosrulers/finalizers"},
+		Verbs:     []string{"update"}, Why: "owner references with blockOwnerDeletion on generated objects"},
+	// What the workloads select: read, and status.bindings written.
+	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
+		Resources: []string{"servicemonitors", "podmonitors", "probes", "scrapeconfigs", "prometheusrules", "alertmanagerconfigs"},
+		Verbs:     readVerbs, Why: "selected objects"},
+	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
+		Resources: []string{"servicemonitors/status", "podmonitors/status", "probes/status", "scrapeconfigs/status", "prometheusrules/status", "alertmanagerconfigs/status"},
+		Verbs:     statusVerbs, Why: "status.bindings: accepted or rejected, per workload"},
+	// Generated objects. Secrets and ConfigMaps are cached as metadata only;
+	// the content of one is read (get) when a monitor references it.
+	{Scope: ScopeWatched, Group: "apps", Resources: []string{"statefulsets", "daemonsets"},
+		Verbs: writeVerbs, Why: "Prometheus, Alertmanager, ThanosRuler StatefulSets; PrometheusAgent DaemonSets"},
+	{Scope: ScopeWatched, Group: "", Resources: []string{"services", "secrets", "configmaps", "serviceaccounts"},
+		Verbs: writeVerbs, Why: "governing Services, config Secrets, rule ConfigMaps, ServiceAccounts; referenced credentials read"},
+	{Scope: ScopeWatched, Group: "rbac.authorization.k8s.io", Resources: []string{"roles", "rolebindings"},
+		Verbs: writeVerbs, Why: "discovery and reloader RBAC of the generated pods"},
+	// Held only to be granted: the generated discovery Roles give
+	// Prometheus these, and RBAC lets nobody grant what it lacks.
+	{Scope: ScopeWatched, Group: "", Resources: []string{"endpoints", "pods"},
+		Verbs: readVerbs, Why: "granted to Prometheus for service discovery"},
+	{Scope: ScopeWatched, Group: "discovery.k8s.io", Resources: []string{"endpointslices"},
+		Verbs: readVerbs, Why: "granted to Prometheus for service discovery"},
+	{Scope: ScopeWatched, Group: "networking.k8s.io", Resources: []string{"ingresses"},
+		Verbs: readVerbs, Why: "granted to Prometheus for Probe ingress discovery"},
+	{Scope: ScopeWatched, Group: "events.k8s.io", Resources: []string{"events"},
+		Verbs: []string{"create", "patch"}, Why: "Events on workloads and rejected objects"},
+
+	{Scope: ScopeCluster, Group: "", Resources: []string{"namespaces"},
+		Verbs: readVerbs, Why: "namespace selectors"},
+	{Scope: ScopeCluster, Group: "", Resources: []string{"nodes"},
+		Verbs: readVerbs, Why: "granted to Prometheus for node discovery"},
+	{Scope: ScopeCluster, Group: "rbac.authorization.k8s.io", Resources: []string{"clusterroles", "clusterrolebindings"},
+		Verbs: writeVerbs, Why: "discovery RBAC of a Prometheus that scrapes every namespace or nodes"},
+	{Scope: ScopeCluster, Group: "admissionregistration.k8s.io", Resources: []string{"validatingwebhookconfigurations"},
+		ResourceNames: []string{"lookout"}, Verbs: []string{"get", "patch"},
+		Why: "the webhook's configuration and CA bundle (the configuration ships with the install)"},
+	{Scope: ScopeCluster, Group: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"},
+		ResourceNames: []string{"alertmanagerconfigs.monitoring.coreos.com"}, Verbs: []string{"get", "patch"},
+		Why: "AlertmanagerConfig conversion webhook and its CA bundle"},
+
+	{Scope: ScopeOperator, Group: "coordination.k8s.io", Resources: []string{"leases"},
+		Verbs: []string{"get", "create", "update"}, Why: "leader election (the Lease lookout-operator-leader)"},
+	{Scope: ScopeOperator, Group: "", Resources: []string{"secrets"},
+		Verbs: []string{"get", "create", "update"}, Why: "the webhook CA and serving certificate (lookout-webhook-tls)"},
+	{Scope: ScopeOperator, Group: "", Resources: []string{"events"},
+		Verbs: []string{"create", "patch"}, Why: "leader election Events"},
+}
+
+// PolicyRules returns the rules of one scope, in the order of Permissions.
+func PolicyRules(scope Scope) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for _, p := range Permissions {
+		if p.Scope != scope {
+			continue
+		}
+		out = append(out, rbacv1.PolicyRule{
+			APIGroups:     []string{p.Group},
+			Resources:     p.Resources,
+			ResourceNames: p.ResourceNames,
+			Verbs:         p.Verbs,
+		})
+	}
+	return out
+}

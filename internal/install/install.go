@@ -1,0 +1,455 @@
+// Package install defines everything that runs the operator in a cluster:
+// Namespace, ServiceAccount, RBAC (from controller.Permissions), Deployment,
+// Services, the ValidatingWebhookConfiguration (from the webhook package),
+// PodDisruptionBudget, NetworkPolicy and the self-monitoring objects. The
+// kustomize base and overlays under config/, the Helm chart under
+// charts/lookout and the single-file bundle lookout.yaml are all written from
+// these objects by hack/install, so the three install paths cannot drift
+// apart, from each other or from what the code needs.
+package install
+
+import (
+	"fmt"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/lookout-operator/lookout/internal/controller"
+	"github.com/lookout-operator/lookout/internal/render/workload"
+	"github.com/lookout-operator/lookout/internal/version"
+	"github.com/lookout-operator/lookout/internal/webhook"
+)
+
+// Names every install path uses. The webhook names are the operator's flag
+// defaults, so the Deployment passes none of them.
+const (
+	DefaultNamespace   = "lookout-system"
+	Name               = "lookout"
+	WatchedRoleName    = "lookout-watched"
+	MetricsServiceName = "lookout-metrics"
+	DashboardName      = "lookout-dashboard"
+	WebhookCertDir     = "/var/run/lookout/webhook-certs"
+	MetricsPort        = 8080
+	ProbePort          = 8081
+	// Version is the release the committed manifests point at (they cannot follow
+	// git describe); `make images VERSION=<it>` builds the images they name.
+	Version = "v0.1.0"
+	// ImageRepo and ReloaderRepo are where the release images are published, as the
+	// operator names its own default reloader image.
+	ImageRepo     = version.ImageRepository + "/lookout"
+	ReloaderRepo  = version.ImageRepository + "/lookout-reloader"
+	runAsUser     = 65532
+	leaderLeaseID = "lookout-operator-leader"
+)
+
+// Options choose between the variants of the install. The zero value plus
+// Namespace is the default install: all namespaces, webhook with managed
+// certificates, self-monitoring.
+type Options struct {
+	Namespace string
+	// Image and ReloaderImage default to the release images of Version.
+	Image, ReloaderImage string
+	Replicas             int32
+	// WatchNamespaces, when set, is --namespaces: the namespaced objects'
+	// rules become a Role in each of them instead of a ClusterRole.
+	WatchNamespaces []string
+	// NoWebhook turns the webhook off (--webhook=false, no Service, no
+	// configuration, no webhook ingress).
+	NoWebhook bool
+	// CertManager: cert-manager issues the webhook certificate into
+	// CertSecret and injects the CA; the operator manages neither.
+	CertManager bool
+	// NoSelfMonitoring leaves out the ServiceMonitor, PrometheusRule and dashboard.
+	NoSelfMonitoring bool
+}
+
+func (o *Options) defaults() {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Image == "" {
+		o.Image = ImageRepo + ":" + Version
+	}
+	if o.ReloaderImage == "" {
+		o.ReloaderImage = ReloaderRepo + ":" + Version
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 2
+	}
+}
+
+// CertSecret is the Secret cert-manager writes the webhook certificate into
+// (the operator's own is webhook.DefaultSecretName).
+const CertSecret = "lookout-webhook-cert"
+
+// Group is a set of objects that belongs together: one file in the kustomize
+// base, one template in the chart.
+type Group struct {
+	File    string
+	Objects []runtime.Object
+}
+
+// Labels on every install object. Not app.kubernetes.io/managed-by=lookout:
+// that marks the objects the operator generates and caches.
+func Labels() map[string]string {
+	return map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/part-of": Name}
+}
+
+// podLabels select the operator's pods.
+func podLabels() map[string]string {
+	return map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/component": "operator"}
+}
+
+func meta(name, namespace string, extra map[string]string) metav1.ObjectMeta {
+	l := Labels()
+	for k, v := range extra {
+		l[k] = v
+	}
+	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: l}
+}
+
+// Groups returns the install for o, in apply order.
+func Groups(o Options) []Group {
+	o.defaults()
+	gs := []Group{
+		{File: "namespace.yaml", Objects: []runtime.Object{Namespace(o)}},
+		{File: "serviceaccount.yaml", Objects: []runtime.Object{ServiceAccount(o)}},
+		{File: "rbac.yaml", Objects: RBAC(o)},
+		{File: "deployment.yaml", Objects: []runtime.Object{Deployment(o)}},
+		{File: "pdb.yaml", Objects: []runtime.Object{PodDisruptionBudget(o)}},
+		{File: "networkpolicy.yaml", Objects: []runtime.Object{NetworkPolicy(o)}},
+		{File: "metrics-service.yaml", Objects: []runtime.Object{MetricsService(o)}},
+	}
+	if !o.NoWebhook {
+		gs = append(gs, Group{File: "webhook.yaml", Objects: []runtime.Object{WebhookService(o), WebhookConfiguration(o)}})
+	}
+	if !o.NoSelfMonitoring {
+		gs = append(gs, Group{File: "selfmonitoring.yaml", Objects: []runtime.Object{ServiceMonitor(o), ReloaderPodMonitor(o), PrometheusRule(o), Dashboard(o)}})
+	}
+	return gs
+}
+
+// Objects is every object of Groups, in order.
+func Objects(o Options) []runtime.Object {
+	var out []runtime.Object
+	for _, g := range Groups(o) {
+		out = append(out, g.Objects...)
+	}
+	return out
+}
+
+// Namespace is the operator's namespace, labelled for the Pod Security
+// "restricted" profile the operator's pod passes.
+func Namespace(o Options) *corev1.Namespace {
+	o.defaults()
+	ns := &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: meta(o.Namespace, "", map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}),
+	}
+	return ns
+}
+
+// ServiceAccount is the operator's identity.
+func ServiceAccount(o Options) *corev1.ServiceAccount {
+	o.defaults()
+	return &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: meta(Name, o.Namespace, nil),
+	}
+}
+
+func subjects(o Options) []rbacv1.Subject {
+	return []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: o.Namespace}}
+}
+
+var (
+	clusterRoleType        = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}
+	clusterRoleBindingType = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}
+	roleType               = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}
+	roleBindingType        = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}
+)
+
+// RBAC is the operator's RBAC: controller.Permissions, the cluster-scoped
+// rules in ClusterRole lookout, the watched namespaces' rules in ClusterRole
+// lookout-watched (all namespaces) or a Role lookout-watched in each watched
+// namespace, and the operator namespace's rules in Role lookout.
+func RBAC(o Options) []runtime.Object {
+	o.defaults()
+	out := []runtime.Object{
+		&rbacv1.ClusterRole{TypeMeta: clusterRoleType, ObjectMeta: meta(Name, "", nil), Rules: controller.PolicyRules(controller.ScopeCluster)},
+		&rbacv1.ClusterRoleBinding{TypeMeta: clusterRoleBindingType, ObjectMeta: meta(Name, "", nil),
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: Name}, Subjects: subjects(o)},
+	}
+	out = append(out, WatchedRBAC(o)...)
+	out = append(out,
+		&rbacv1.Role{TypeMeta: roleType, ObjectMeta: meta(Name, o.Namespace, nil), Rules: controller.PolicyRules(controller.ScopeOperator)},
+		&rbacv1.RoleBinding{TypeMeta: roleBindingType, ObjectMeta: meta(Name, o.Namespace, nil),
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: Name}, Subjects: subjects(o)})
+	return out
+}
+
+// WatchedRBAC is the part of RBAC that depends on the watched namespaces.
+func WatchedRBAC(o Options) []runtime.Object {
+	o.defaults()
+	rules := controller.PolicyRules(controller.ScopeWatched)
+	if len(o.WatchNamespaces) == 0 {
+		return []runtime.Object{
+			&rbacv1.ClusterRole{TypeMeta: clusterRoleType, ObjectMeta: meta(WatchedRoleName, "", nil), Rules: rules},
+			&rbacv1.ClusterRoleBinding{TypeMeta: clusterRoleBindingType, ObjectMeta: meta(WatchedRoleName, "", nil),
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: WatchedRoleName}, Subjects: subjects(o)},
+		}
+	}
+	var out []runtime.Object
+	for _, ns := range o.WatchNamespaces {
+		out = append(out,
+			&rbacv1.Role{TypeMeta: roleType, ObjectMeta: meta(WatchedRoleName, ns, nil), Rules: rules},
+			&rbacv1.RoleBinding{TypeMeta: roleBindingType, ObjectMeta: meta(WatchedRoleName, ns, nil),
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: WatchedRoleName}, Subjects: subjects(o)})
+	}
+	return out
+}
+
+// Args are the operator's command-line arguments for o.
+func Args(o Options) []string {
+	o.defaults()
+	args := []string{
+		"operator",
+		"--reloader-image=" + o.ReloaderImage,
+		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
+		fmt.Sprintf("--health-probe-bind-address=:%d", ProbePort),
+		"--webhook-cert-dir=" + WebhookCertDir,
+	}
+	if len(o.WatchNamespaces) > 0 {
+		args = append(args, "--namespaces="+strings.Join(o.WatchNamespaces, ","))
+	}
+	if o.NoWebhook {
+		args = append(args, "--webhook=false")
+	}
+	if o.CertManager {
+		args = append(args, "--webhook-manage-certs=false", "--webhook-ca-inject-from="+o.Namespace+"/"+webhook.DefaultServiceName)
+	}
+	return args
+}
+
+// Deployment runs the operator: replicas with leader election (every replica
+// serves the webhook), probes, a securityContext that passes Pod Security
+// "restricted", a read-only root filesystem with the webhook certificates in
+// an emptyDir (or cert-manager's Secret).
+func Deployment(o Options) *appsv1.Deployment {
+	o.defaults()
+	certVolume := corev1.Volume{Name: "webhook-certs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	if o.CertManager {
+		certVolume.VolumeSource = corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: CertSecret}}
+	}
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("probes")}}}
+	}
+	liveness := probe("/healthz")
+	liveness.InitialDelaySeconds = 15
+	liveness.PeriodSeconds = 20
+	readiness := probe("/readyz")
+	readiness.PeriodSeconds = 10
+	ports := []corev1.ContainerPort{
+		{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+		{Name: "probes", ContainerPort: ProbePort, Protocol: corev1.ProtocolTCP},
+	}
+	if !o.NoWebhook {
+		ports = append(ports, corev1.ContainerPort{Name: "webhook", ContainerPort: webhook.DefaultPort, Protocol: corev1.ProtocolTCP})
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta(Name, o.Namespace, map[string]string{"app.kubernetes.io/component": "operator"}),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &o.Replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: podLabels()},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels()},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:            Name,
+					SecurityContext:               PodSecurityContext(),
+					TerminationGracePeriodSeconds: ptr(30),
+					Containers: []corev1.Container{{
+						Name:  "operator",
+						Image: o.Image,
+						Args:  Args(o),
+						Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+						Ports:           ports,
+						LivenessProbe:   liveness,
+						ReadinessProbe:  readiness,
+						Resources:       Resources(),
+						SecurityContext: ContainerSecurityContext(),
+						VolumeMounts:    []corev1.VolumeMount{{Name: "webhook-certs", MountPath: WebhookCertDir, ReadOnly: o.CertManager}},
+					}},
+					Volumes: []corev1.Volume{certVolume},
+					// Replicas on different nodes, so that one node going
+					// away leaves a standby and a webhook server.
+					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+							Weight: 100,
+							PodAffinityTerm: corev1.PodAffinityTerm{
+								TopologyKey:   "kubernetes.io/hostname",
+								LabelSelector: &metav1.LabelSelector{MatchLabels: podLabels()},
+							},
+						}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// PodSecurityContext passes Pod Security "restricted", as the generated
+// pods' does, with the non-root user of the operator's image.
+func PodSecurityContext() *corev1.PodSecurityContext {
+	return workload.PodSecurityContext(&corev1.PodSecurityContext{
+		RunAsUser:  ptr(runAsUser),
+		RunAsGroup: ptr(runAsUser),
+		FSGroup:    ptr(runAsUser),
+	})
+}
+
+// ContainerSecurityContext is the generated containers' "restricted" one.
+func ContainerSecurityContext() *corev1.SecurityContext {
+	return workload.ContainerSecurityContext()
+}
+
+// Resources: what the operator holds is its informer caches, which grow with
+// the cluster (docs/benchmarks.md); the limit leaves room for a large one.
+func Resources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}
+}
+
+// PodDisruptionBudget keeps one replica (the leader or its standby, and a
+// webhook server) through voluntary disruptions.
+func PodDisruptionBudget(o Options) *policyv1.PodDisruptionBudget {
+	o.defaults()
+	one := intstr.FromInt32(1)
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: meta(Name, o.Namespace, nil),
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: podLabels()}},
+	}
+}
+
+// NetworkPolicy lets in only the apiserver's webhook calls and metrics
+// scrapes, and lets out only DNS and the apiserver. The apiserver is no pod,
+// so its egress is by port (443 behind the kubernetes Service, 6443 on the
+// endpoints most distributions use).
+func NetworkPolicy(o Options) *networkingv1.NetworkPolicy {
+	o.defaults()
+	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	port := func(p corev1.Protocol, n int32) networkingv1.NetworkPolicyPort {
+		v := intstr.FromInt32(n)
+		return networkingv1.NetworkPolicyPort{Protocol: &p, Port: &v}
+	}
+	ingress := []networkingv1.NetworkPolicyPort{port(tcp, MetricsPort)}
+	if !o.NoWebhook {
+		ingress = append(ingress, port(tcp, webhook.DefaultPort))
+	}
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: meta(Name, o.Namespace, nil),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: podLabels()},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{Ports: ingress}},
+			Egress: []networkingv1.NetworkPolicyEgressRule{
+				{Ports: []networkingv1.NetworkPolicyPort{port(udp, 53), port(tcp, 53)}},
+				{Ports: []networkingv1.NetworkPolicyPort{port(tcp, 443), port(tcp, 6443)}},
+			},
+		},
+	}
+}
+
+// MetricsService is in front of every replica's metrics port.
+func MetricsService(o Options) *corev1.Service {
+	o.defaults()
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta(MetricsServiceName, o.Namespace, map[string]string{"app.kubernetes.io/component": "metrics"}),
+		Spec: corev1.ServiceSpec{
+			Selector: podLabels(),
+			Ports:    []corev1.ServicePort{{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// WebhookService is the Service the apiserver calls (webhook.DefaultServiceName).
+func WebhookService(o Options) *corev1.Service {
+	o.defaults()
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta(webhook.DefaultServiceName, o.Namespace, nil),
+		Spec: corev1.ServiceSpec{
+			Selector: podLabels(),
+			Ports: []corev1.ServicePort{{Name: "webhook", Port: webhook.DefaultServicePort,
+				TargetPort: intstr.FromString("webhook"), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// WebhookConfiguration is exactly what the operator applies, minus the CA
+// bundle it adds (or cert-manager's cainjector, from the annotation).
+func WebhookConfiguration(o Options) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	o.defaults()
+	ac := webhook.Configuration(webhook.Options{
+		Namespace:    o.Namespace,
+		ManageCerts:  !o.CertManager,
+		CAInjectFrom: caInjectFrom(o),
+	})
+	var out admissionregistrationv1.ValidatingWebhookConfiguration
+	convert(ac, &out)
+	out.APIVersion, out.Kind = "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"
+	for k, v := range Labels() {
+		out.Labels[k] = v
+	}
+	return &out
+}
+
+func caInjectFrom(o Options) string {
+	if !o.CertManager {
+		return ""
+	}
+	return o.Namespace + "/" + webhook.DefaultServiceName
+}
+
+// ServiceMonitor scrapes the operator's metrics Service.
+func ServiceMonitor(o Options) *monitoringv1.ServiceMonitor {
+	o.defaults()
+	return &monitoringv1.ServiceMonitor{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "ServiceMonitor"},
+		ObjectMeta: meta(Name, o.Namespace, nil),
+		Spec: monitoringv1.ServiceMonitorSpec{
+			Selector:  metav1.LabelSelector{MatchLabels: MetricsService(o).Labels},
+			Endpoints: []monitoringv1.Endpoint{{Port: "metrics"}},
+		},
+	}
+}
+
+// convert copies between two representations of one object through JSON.
+func convert(from, to any) {
+	b, err := json.Marshal(from)
+	if err != nil {
+		panic(fmt.Sprintf("install: marshal %T: %v", from, err))
+	}
+	if err := json.Unmarshal(b, to); err != nil {
+		panic(fmt.Sprintf("install: unmarshal into %T: %v", to, err))
+	}
+}
+
+var ptr = workload.Ptr[int64]

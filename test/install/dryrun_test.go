@@ -1,0 +1,206 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lookout-operator/lookout/internal/install"
+)
+
+// objectCount is the number of objects in a YAML stream.
+func objectCount(manifests []byte) int {
+	n := 0
+	for _, line := range strings.Split(string(manifests), "\n") {
+		if strings.HasPrefix(line, "kind: ") {
+			n++
+		}
+	}
+	return n
+}
+
+// expectApplied fails unless kubectl reported every object as applied.
+func expectApplied(t *testing.T, manifests []byte, out string) {
+	t.Helper()
+	applied := strings.Count(out, "serverside-applied (server dry run)")
+	if want := objectCount(manifests); applied != want || want == 0 {
+		t.Fatalf("server-side dry-run applied %d objects, the manifests hold %d:\n%s", applied, want, out)
+	}
+}
+
+func TestTheKustomizeBaseAndOverlaysApplyWithAServerSideDryRun(t *testing.T) {
+	installCertManagerStandIns(t)
+	for _, dir := range []string{install.KustomizeBase, install.NamespacedDir, install.CertManagerDir} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			manifests := runTool(t, nil, kubectl, "kustomize", dir)
+			expectApplied(t, manifests, dryRun(t, manifests))
+		})
+	}
+}
+
+func TestTheBundleAppliesWithAServerSideDryRun(t *testing.T) {
+	manifests, err := os.ReadFile(filepath.Join(repoRoot, install.BundlePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectApplied(t, manifests, dryRun(t, manifests))
+}
+
+func TestTheHelmChartLintsAndItsTemplatesApplyWithAServerSideDryRun(t *testing.T) {
+	runTool(t, nil, helm, "lint", "--strict", install.ChartDir)
+	for _, c := range []struct {
+		name string
+		set  []string
+	}{
+		{"defaults", nil},
+		{"watching two namespaces, with extra flags", []string{"--set", "namespaces={team-a,team-b}", "--set", "extraArgs={--log-level=debug}"}},
+		{"webhook, self-monitoring and network policy off, one replica", []string{"--set", "webhook.enabled=false", "--set", "selfMonitoring.enabled=false", "--set", "networkPolicy.enabled=false", "--set", "replicas=1"}},
+		{"scheduled on chosen nodes", []string{"--set", "nodeSelector.disk=ssd", "--set", "tolerations[0].key=dedicated", "--set", "tolerations[0].operator=Exists"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"template", "lookout", install.ChartDir, "--namespace", install.DefaultNamespace}, c.set...)
+			manifests := runTool(t, nil, helm, args...)
+			expectApplied(t, manifests, dryRun(t, manifests))
+			if c.name == "watching two namespaces, with extra flags" && !strings.Contains(string(manifests), "--namespaces=team-a,team-b") {
+				t.Errorf("the rendered Deployment does not pass --namespaces:\n%s", manifests)
+			}
+		})
+	}
+}
+
+// installCertManagerStandIns installs CRDs for cert-manager's Issuer and
+// Certificate so that the cert-manager overlay can be dry-run here. They
+// accept any spec: this checks the overlay's kinds, names and namespaces,
+// not cert-manager's validation of its spec.
+func installCertManagerStandIns(t *testing.T) {
+	t.Helper()
+	c, err := client.New(cp.RESTConfig, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(c.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	preserve := true
+	for _, kind := range []string{"Issuer", "Certificate"} {
+		plural := strings.ToLower(kind) + "s"
+		crd := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: plural + ".cert-manager.io"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: "cert-manager.io",
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
+				Scope: apiextensionsv1.NamespaceScoped,
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+					Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+						Type: "object", XPreserveUnknownFields: &preserve,
+					}},
+				}},
+			},
+		}
+		if err := c.Create(testCtx, crd); err != nil && !strings.Contains(err.Error(), "already exists") {
+			t.Fatal(err)
+		}
+		err := wait.PollUntilContextTimeout(testCtx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			var got apiextensionsv1.CustomResourceDefinition
+			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), &got); err != nil {
+				return false, nil
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("CRD %s not established: %v", crd.Name, err)
+		}
+	}
+}
+
+// Each overlay, rendered by kustomize, is exactly what internal/install gives
+// for that variant: the patches are derived from it, and this holds them to it.
+func TestEachKustomizeOverlayRendersTheObjectsOfItsVariant(t *testing.T) {
+	crds := objectsOf(t, runTool(t, nil, kubectl, "kustomize", install.CRDDir))
+	for _, c := range []struct {
+		dir   string
+		opts  install.Options
+		extra []runtime.Object
+	}{
+		{install.KustomizeBase, install.Options{}, nil},
+		{install.NamespacedDir, install.Options{WatchNamespaces: install.ExampleWatchNamespaces}, nil},
+		{install.CertManagerDir, install.Options{CertManager: true}, install.CertManagerObjects(install.Options{CertManager: true})},
+	} {
+		t.Run(filepath.Base(c.dir), func(t *testing.T) {
+			got := objectsOf(t, runTool(t, nil, kubectl, "kustomize", c.dir))
+			want := map[string]any{}
+			maps.Copy(want, crds)
+			for _, o := range append(install.Objects(c.opts), c.extra...) {
+				b, err := json.Marshal(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				maps.Copy(want, objectsOf(t, b))
+			}
+			for k := range want {
+				if _, ok := got[k]; !ok {
+					t.Errorf("kustomize %s lacks %s", c.dir, k)
+				}
+			}
+			for k, g := range got {
+				w, ok := want[k]
+				if !ok {
+					t.Errorf("kustomize %s renders %s, which the variant does not have", c.dir, k)
+					continue
+				}
+				if !reflect.DeepEqual(g, w) {
+					gb, _ := json.Marshal(g)
+					wb, _ := json.Marshal(w)
+					t.Errorf("kustomize %s renders %s differently:\n got %s\nwant %s", c.dir, k, gb, wb)
+				}
+			}
+		})
+	}
+}
+
+// objectsOf parses a YAML or JSON stream into plain JSON values keyed by
+// kind/namespace/name, without the fields an empty typed struct adds.
+func objectsOf(t *testing.T, stream []byte) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if m == nil {
+			continue
+		}
+		delete(m, "status")
+		install.DropEmpty(m)
+		md, _ := m["metadata"].(map[string]any)
+		key := fmt.Sprintf("%v/%v/%v", m["kind"], md["namespace"], md["name"])
+		out[key] = m
+	}
+	return out
+}
