@@ -246,3 +246,47 @@ func TestAThanosRulerWithAMissingObjectStorageSecretOrABadQueryEndpointKeepsItsS
 		t.Errorf("the running StatefulSet lost its query endpoint: %v", sts.Spec.Template.Spec.Containers[0].Args)
 	}
 }
+
+func TestAPrometheusWithTheThanosSidecarWaitsForItsObjectStorageSecretThenRunsIt(t *testing.T) {
+	ns := newNamespace(t)
+	p := newPrometheus(ns, "sidecar", func(p *monitoringv1.Prometheus) {
+		p.Spec.Thanos = &monitoringv1.ThanosSpec{
+			ObjectStorageConfig: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "objstore"}, Key: "bucket.yaml"},
+		}
+	})
+	mustCreate(t, p)
+	eventually(t, "Reconciled=False, SecretNotFound naming spec.thanos.objectStorageConfig", func() (bool, error) {
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(p), p); err != nil {
+			return false, err
+		}
+		c := conditionOf(p.Status.Conditions, monitoringv1.Reconciled)
+		return c != nil && c.Status == monitoringv1.ConditionFalse && c.Reason == "SecretNotFound" &&
+			strings.Contains(c.Message, "spec.thanos.objectStorageConfig"), nil
+	})
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-sidecar"}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a StatefulSet was written while the Secret is missing: %v", err)
+	}
+
+	mustCreate(t, &corev1.Secret{ObjectMeta: metaName(ns, "objstore"), StringData: map[string]string{"bucket.yaml": "type: FILESYSTEM\n"}})
+	var sts appsv1.StatefulSet
+	eventually(t, "the StatefulSet runs the sidecar once the Secret exists", func() (bool, error) {
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-sidecar"}, &sts); err != nil {
+			return false, nil
+		}
+		return len(sts.Spec.Template.Spec.Containers) == 3, nil
+	})
+	sidecar := sts.Spec.Template.Spec.Containers[2]
+	if sidecar.Name != "thanos-sidecar" {
+		t.Fatalf("third container %q, want thanos-sidecar", sidecar.Name)
+	}
+	checkArgs(t, "thanos-sidecar", sidecar.Args, "sidecar", "--objstore.config=$(OBJSTORE_CONFIG)", "--grpc-address=:10901", "--tsdb.path=/prometheus")
+	checkArgs(t, "prometheus", sts.Spec.Template.Spec.Containers[0].Args,
+		"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h")
+	var svc corev1.Service
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-operated"}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "grpc" && p.Port == 10901 }) {
+		t.Errorf("prometheus-operated has no grpc port: %+v", svc.Spec.Ports)
+	}
+}
