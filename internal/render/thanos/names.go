@@ -96,26 +96,12 @@ func SelectorLabels(name string) map[string]string {
 // Replicas is spec.replicas, 1 when unset.
 func Replicas(tr *monitoringv1.ThanosRuler) int32 { return workload.ValueOr(tr.Spec.Replicas, 1) }
 
-func objectLabels(tr *monitoringv1.ThanosRuler) map[string]string {
-	return map[string]string{
-		labelAppName:     appName,
-		labelInstance:    tr.Name,
-		labelManagedBy:   "lookout",
-		LabelThanosRuler: tr.Name,
-	}
-}
-
 func ownerReference(tr *monitoringv1.ThanosRuler, controller bool) metav1.OwnerReference {
 	return workload.OwnerReference(monitoringv1.ThanosRulerKind, tr.Name, tr.UID, controller)
 }
 
 func ownedMeta(tr *monitoringv1.ThanosRuler, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:            name,
-		Namespace:       tr.Namespace,
-		Labels:          objectLabels(tr),
-		OwnerReferences: []metav1.OwnerReference{ownerReference(tr, true)},
-	}
+	return workload.OwnedMeta(monitoringv1.ThanosRulerKind, appName, LabelThanosRuler, tr, name)
 }
 
 func ruleFiles(tr *monitoringv1.ThanosRuler) workload.RuleFiles {

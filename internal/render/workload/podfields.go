@@ -203,3 +203,21 @@ func CheckNames(name, statefulSet string, serviceName *string) *SpecError {
 	}
 	return nil
 }
+
+// OwnedMeta is the metadata of object name generated for owner, a monitoring.coreos.com/v1
+// workload of kind: in the owner's namespace, controlled by it, labelled with the
+// app.kubernetes.io labels (app, the owner's name as instance, managed by Lookout) and
+// ownerLabel set to the owner's name, by which the controller finds what it owns.
+func OwnedMeta(kind, app, ownerLabel string, owner metav1.Object, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: owner.GetNamespace(),
+		Labels: map[string]string{
+			"app.kubernetes.io/name":       app,
+			"app.kubernetes.io/instance":   owner.GetName(),
+			"app.kubernetes.io/managed-by": "lookout",
+			ownerLabel:                     owner.GetName(),
+		},
+		OwnerReferences: []metav1.OwnerReference{OwnerReference(kind, owner.GetName(), owner.GetUID(), true)},
+	}
+}
