@@ -121,10 +121,15 @@ var boundLists = []func(context.Context, client.Reader) ([]boundObject, error){
 		var l monitoringv1alpha1.ScrapeConfigList
 		return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1alpha1.ScrapeConfig) boundObject { return scrapeConfig{o} })
 	},
-	func(ctx context.Context, c client.Reader) ([]boundObject, error) {
-		var l monitoringv1.PrometheusRuleList
-		return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1.PrometheusRule) boundObject { return prometheusRule{o} })
-	},
+	listPrometheusRules,
+}
+
+// thanosRulerRuleLists lists the one kind a ThanosRuler binds.
+var thanosRulerRuleLists = []func(context.Context, client.Reader) ([]boundObject, error){listPrometheusRules}
+
+func listPrometheusRules(ctx context.Context, c client.Reader) ([]boundObject, error) {
+	var l monitoringv1.PrometheusRuleList
+	return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1.PrometheusRule) boundObject { return prometheusRule{o} })
 }
 
 // wrap turns listed items into boundObjects.
@@ -432,6 +437,8 @@ func workloadResource(owner client.Object) string {
 		return monitoringv1.AlertmanagerName
 	case *monitoringv1alpha1.PrometheusAgent:
 		return monitoringv1alpha1.PrometheusAgentName
+	case *monitoringv1.ThanosRuler:
+		return monitoringv1.ThanosRulerName
 	}
 	return monitoringv1.PrometheusName
 }

@@ -60,15 +60,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
-	am := &AlertmanagerReconciler{
-		Client:   mgr.GetClient(),
-		Live:     mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("lookout"),
-		Options:  opts,
-		Applier:  applier,
-		Bindings: bindings,
+	am := &AlertmanagerReconciler{newWorkloadReconciler[*monitoringv1.Alertmanager](mgr, opts, applier, bindings)}
+	if err := am.SetupWithManager(mgr); err != nil {
+		return err
 	}
-	return am.SetupWithManager(mgr)
+	tr := &ThanosRulerReconciler{newWorkloadReconciler[*monitoringv1.ThanosRuler](mgr, opts, applier, bindings)}
+	return tr.SetupWithManager(mgr)
 }
 
 // SetupWithManager wires the watches. Every event ends as the key of the

@@ -211,6 +211,12 @@ func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.Con
 	return RunStatefulSetPod(ctx, c, cp, bins, ns, promrender.StatefulSetName(name, 0), dir)
 }
 
+// RunPrometheusPodOn is RunPrometheusPod in host h's network namespace (with its address
+// as the pod IP), or on the host's network when h is nil.
+func RunPrometheusPodOn(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, h *testhost.Host, ns, name, dir string) (*localpod.Pod, error) {
+	return RunStatefulSetPodOn(ctx, c, cp, bins, h, nil, ns, promrender.StatefulSetName(name, 0), dir)
+}
+
 // RunStatefulSetPod is RunPrometheusPod for the first pod of any StatefulSet the operator
 // generates with a Prometheus container (a PrometheusAgent's prom-agent-<name>).
 func RunStatefulSetPod(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, ns, stsName, dir string) (*localpod.Pod, error) {
@@ -219,7 +225,8 @@ func RunStatefulSetPod(ctx context.Context, c client.Reader, cp *controlplane.Co
 
 // RunStatefulSetPodOn is RunStatefulSetPod in the network namespace of host (nil: the
 // host's own), with hosts as extra /etc/hosts entries (name → IP), so that two pods
-// listening on the same ports can run side by side.
+// listening on the same ports can run side by side. A Thanos sidecar in the pod runs
+// the cached Thanos binary.
 func RunStatefulSetPodOn(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, host *testhost.Host, hosts map[string]string, ns, stsName, dir string) (*localpod.Pod, error) {
 	sts, err := waitStatefulSet(ctx, c, ns, stsName)
 	if err != nil {
@@ -229,27 +236,19 @@ func RunStatefulSetPodOn(ctx context.Context, c client.Reader, cp *controlplane.
 	if err != nil {
 		return nil, err
 	}
-	netNS, podIP, readyIP := "", "", "127.0.0.1"
-	if host != nil {
-		netNS, podIP, readyIP = host.Namespace, host.IP, host.IP
+	images := map[string]string{PrometheusImage: bins.Prometheus, ReloaderCommand: bins.Reloader}
+	if err := addThanosImage(ctx, sts.Spec.Template.Spec, images); err != nil {
+		return nil, err
 	}
-	pod, err := localpod.Start(ctx, localpod.Options{
-		Pod:           sts.Spec.Template.Spec,
-		PodName:       sts.Name + "-0",
-		PodNamespace:  ns,
-		Images:        map[string]string{PrometheusImage: bins.Prometheus, ReloaderCommand: bins.Reloader},
-		Client:        c,
-		Token:         tok,
-		CACert:        cp.CACert,
-		APIServerHost: "127.0.0.1",
-		APIServerPort: cp.Port,
-		Dir:           dir,
-		NetNS:         netNS,
-		PodIP:         podIP,
-		Hosts:         hosts,
-	})
+	opts := podOptions(c, cp, sts.Spec.Template.Spec, ns, sts.Name+"-0", images, tok, host, dir)
+	opts.Hosts = hosts
+	pod, err := localpod.Start(ctx, opts)
 	if err != nil {
 		return nil, err
+	}
+	readyIP := "127.0.0.1"
+	if host != nil {
+		readyIP = host.IP
 	}
 	if err := localpod.WaitHTTP(ctx, "http://"+readyIP+":9090/-/ready", 60*time.Second); err != nil {
 		pod.Stop()
@@ -344,4 +343,27 @@ func GeneratedConfig(ctx context.Context, c client.Reader, ns, name string) (str
 	}
 	b, err := io.ReadAll(zr)
 	return string(b), err
+}
+
+// podOptions run a generated pod's spec locally as pod ns/podName with images mapped to
+// local binaries, a real ServiceAccount token and the control plane's API; in host h's
+// network namespace with its address as the pod IP, or on the host's network when h is
+// nil.
+func podOptions(c client.Reader, cp *controlplane.ControlPlane, spec corev1.PodSpec, ns, podName string, images map[string]string, tok []byte, h *testhost.Host, dir string) localpod.Options {
+	o := localpod.Options{
+		Pod:           spec,
+		PodName:       podName,
+		PodNamespace:  ns,
+		Images:        images,
+		Client:        c,
+		Token:         tok,
+		CACert:        cp.CACert,
+		APIServerHost: "127.0.0.1",
+		APIServerPort: cp.Port,
+		Dir:           dir,
+	}
+	if h != nil {
+		o.NetNS, o.PodIP = h.Namespace, h.IP
+	}
+	return o
 }

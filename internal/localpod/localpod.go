@@ -430,6 +430,17 @@ func envValue(o Options, e corev1.EnvVar, vars map[string]string) string {
 			return o.Pod.ServiceAccountName
 		}
 	}
+	if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && o.Client != nil {
+		// As the kubelet does: the key's value, read when the container starts.
+		ref := e.ValueFrom.SecretKeyRef
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var s corev1.Secret
+		if err := o.Client.Get(ctx, client.ObjectKey{Namespace: o.PodNamespace, Name: ref.Name}, &s); err == nil {
+			return string(s.Data[ref.Key])
+		}
+		return ""
+	}
 	return expandVars(e.Value, vars)
 }
 

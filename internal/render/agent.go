@@ -20,11 +20,3 @@ func PrometheusAgent(a *monitoringv1alpha1.PrometheusAgent, in Inputs) (*Desired
 	in.daemonSet = prometheus.AgentDaemonSet(a)
 	return Prometheus(in)
 }
-
-// specError is the render SpecError of a validation error.
-func specError(err error) *SpecError {
-	if se, ok := err.(*prometheus.SpecError); ok {
-		return &SpecError{Reason: se.Reason, Message: se.Error()}
-	}
-	return &SpecError{Reason: "InvalidSpec", Message: err.Error()}
-}

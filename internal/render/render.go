@@ -102,6 +102,9 @@ func Prometheus(in Inputs) (*Desired, error) {
 	if err := prometheus.Validate(p); err != nil {
 		return nil, specError(err)
 	}
+	if err := checkSecretKeys(p.Namespace, prometheus.ThanosSecretKeys(p), in.Secrets); err != nil {
+		return nil, err
+	}
 	ruleRes, err := rules.Generate(rules.Input{Prometheus: p, Rules: in.Rules})
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidRules", Message: err.Error()}

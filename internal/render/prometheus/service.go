@@ -28,12 +28,12 @@ func governingService(p *monitoringv1.Prometheus, opts Options) *corev1.Service 
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Ports: []corev1.ServicePort{{
+			Ports: append([]corev1.ServicePort{{
 				Name:       webPortName,
 				Port:       webPort,
 				TargetPort: intstr.FromString(webPortName),
 				Protocol:   corev1.ProtocolTCP,
-			}},
+			}}, thanosServicePorts(p)...),
 			// Every Prometheus pod of the namespace, ours or the existing operator's during a
 			// migration, and not a Prometheus someone runs with a Helm chart.
 			Selector: map[string]string{

@@ -109,7 +109,7 @@ func dataVolumeName(p *monitoringv1.Prometheus) string {
 func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) (corev1.PodSpec, error) {
 	s := &p.Spec
 	containers, err := workload.MergeContainers("spec.containers",
-		[]corev1.Container{prometheusContainer(p), reloaderContainer(p, opts, shard, false)}, s.Containers)
+		append([]corev1.Container{prometheusContainer(p), reloaderContainer(p, opts, shard, false)}, thanosSidecar(p)...), s.Containers)
 	if err != nil {
 		return corev1.PodSpec{}, err
 	}
@@ -354,10 +354,9 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 			args = append(args, "--storage.tsdb.allow-overlapping-blocks")
 		}
 	}
-	if s.DisableCompaction {
-		// Equal minimum and maximum block durations: head blocks are never merged.
-		args = append(args, "--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h")
-	}
+	// Equal minimum and maximum block durations with spec.disableCompaction or a Thanos
+	// sidecar that uploads: head blocks are never merged.
+	args = append(args, thanosPrometheusArgs(p)...)
 	if q := s.Query; q != nil {
 		if q.LookbackDelta != nil {
 			args = append(args, "--query.lookback-delta="+*q.LookbackDelta)

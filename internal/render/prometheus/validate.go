@@ -45,6 +45,7 @@ func Validate(p *monitoringv1.Prometheus) error {
 		validateFlags,
 		validateLogFiles,
 		validateUnsupported,
+		validateThanos,
 	}
 	for _, check := range checks {
 		// Return the *SpecError only when set: a nil *SpecError in an error is not nil.
@@ -251,8 +252,6 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	s := &p.Spec
 	switch {
-	case s.Thanos != nil:
-		return unsupported("spec.thanos", "the Thanos sidecar is not generated; remove the field")
 	case s.PortName != "" && s.PortName != webPortName:
 		return unsupported("spec.portName", "the web port is always named \"web\"")
 	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:
