@@ -23,8 +23,8 @@ build: ## Build lookout and lookout-reloader into bin/
 images: ## OCI images of lookout and lookout-reloader (linux/amd64, linux/arm64) as OCI layout tarballs in _output/images, no container engine needed
 	$(GO) run ./hack/images -version '$(VERSION)' -commit '$(COMMIT)' -out _output/images
 
-tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, Prometheus, Alertmanager, amtool and helm
-	$(GO) run ./hack/tools controlplane prometheus alertmanager helm node
+tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, Prometheus, Alertmanager, amtool, helm and Thanos
+	$(GO) run ./hack/tools controlplane prometheus alertmanager helm node thanos
 
 test: tools vet ## Unit, integration (real kube-apiserver) and end-to-end (real Prometheus) tests
 	@hack/check-no-leftovers.sh snapshot _output/processes-before-test

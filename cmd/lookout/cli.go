@@ -27,7 +27,8 @@ is rendered instead of the Prometheus. No cluster is needed. Rejections are list
 on stderr.`,
 		Example: `  lookout render -f examples/ -o config
   lookout render -f manifests/ --prometheus monitoring/k8s -o rules
-  lookout render -f examples/ -o alertmanager`,
+  lookout render -f examples/ -o alertmanager
+  lookout render -f examples/ --prometheus-agent default/edge -o config`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(o.Files) == 0 {
@@ -39,6 +40,7 @@ on stderr.`,
 	cmd.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "Files or directories with the objects (repeatable)")
 	cmd.Flags().StringVar(&o.Prometheus, "prometheus", "", "The Prometheus to render, NAMESPACE/NAME (default: all)")
 	cmd.Flags().StringVar(&o.Alertmanager, "alertmanager", "", "Render this Alertmanager, NAMESPACE/NAME, instead of the Prometheus objects")
+	cmd.Flags().StringVar(&o.PrometheusAgent, "prometheus-agent", "", "Render this PrometheusAgent, NAMESPACE/NAME (all: every one), instead of the Prometheus objects")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", cli.OutputObjects, "objects, config, rules, verdicts or alertmanager")
 	cmd.Flags().StringVar(&o.ReloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar (as given to the operator)")
 	return cmd

@@ -176,6 +176,14 @@ func run(exitAfter bool, ldflags string) error {
 	fmt.Printf("    replicas at %s; alert sink at %s\n", strings.Join(ams.IPs(), ", "), sink.URL("/alerts"))
 	kc("get", "alertmanagers,alertmanagerconfigs", "-n", "default")
 
+	step("Running the PrometheusAgent pod the operator generated (StatefulSet default/prom-agent-edge) in its own network namespace: it scrapes Service default/edge-app and remote-writes to Prometheus default/platform")
+	stopAgent, err := runAgent(ctx, c, cp, bins, network, filepath.Join(out, "agent"))
+	defer stopAgent()
+	if err != nil {
+		return err
+	}
+	kc("get", "prometheusagent/edge", "statefulset/prom-agent-edge", "secret/prom-agent-edge", "service/prometheus-agent-operated", "-n", "default")
+
 	step("lookout render -f examples/ -o alertmanager: offline, the alertmanager.yaml the operator wrote into Secret default/alertmanager-main-generated (a base config plus one route per AlertmanagerConfig)")
 	ex := exec.CommandContext(ctx, bins.Lookout, "render", "-f", filepath.Join(root, "examples"), "-o", "alertmanager")
 	ex.Stdout, ex.Stderr = os.Stdout, os.Stderr
@@ -357,4 +365,79 @@ func indentJSON(b []byte) string {
 		return "    " + string(b)
 	}
 	return "    " + out.String()
+}
+
+// runAgent starts a second example app for the agent on the Alertmanagers' network, with a
+// ServiceMonitor the agent selects (team=edge), runs the agent's pod next to it and waits
+// for its samples to arrive at the demo's Prometheus (remote-write receiver on) with the
+// agent's external label cluster="edge". stop ends what it started, whatever the error.
+func runAgent(ctx context.Context, c client.Client, cp *controlplane.ControlPlane, bins devenv.Binaries, network *testhost.Network, dir string) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	app, err := network.NewHost()
+	if err != nil {
+		return stop, err
+	}
+	stops = append(stops, app.Close)
+	if _, err := devenv.PublishTarget(ctx, c, app, "default", "edge-app", 8080); err != nil {
+		return stop, err
+	}
+	sm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+		"metadata": map[string]any{"name": "edge-app", "namespace": "default", "labels": map[string]any{"team": "edge"}},
+		"spec": map[string]any{
+			"selector":  map[string]any{"matchLabels": map[string]any{"app": "edge-app"}},
+			"endpoints": []any{map[string]any{"port": "metrics", "interval": "5s"}},
+		},
+	}}
+	if err := c.Create(ctx, sm); err != nil {
+		return stop, err
+	}
+	agentHost, err := network.NewHost()
+	if err != nil {
+		return stop, err
+	}
+	stops = append(stops, agentHost.Close)
+	pod, err := devenv.RunStatefulSetPodOn(ctx, c, cp, bins, agentHost,
+		map[string]string{"prometheus-platform.default.svc": network.HostIP}, "default", "prom-agent-edge", dir)
+	if err != nil {
+		return stop, err
+	}
+	stops = append(stops, pod.Stop)
+	q := `up{cluster="edge", service="edge-app"}`
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get("http://127.0.0.1:9090/api/v1/query?query=" + url.QueryEscape(q)) //nolint:noctx // local
+		if err == nil {
+			var out struct {
+				Data struct {
+					Result []struct {
+						Metric map[string]string `json:"metric"`
+						Value  []any             `json:"value"`
+					} `json:"result"`
+				} `json:"data"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&out)
+			resp.Body.Close()
+			if err == nil && len(out.Data.Result) > 0 {
+				r := out.Data.Result[0]
+				labels, _ := json.Marshal(r.Metric)
+				fmt.Printf("    agent %s scrapes %s; at Prometheus default/platform:\n    %s %v\n    query: curl -s 'http://127.0.0.1:9090/api/v1/query?query=%s'\n",
+					agentHost.IP, app.IP+":8080", labels, r.Value, url.QueryEscape(q))
+				return stop, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return stop, fmt.Errorf("no sample from the agent reached Prometheus within 90s (last error: %v); agent logs in %s", err, dir)
+		}
+		select {
+		case <-ctx.Done():
+			return stop, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }

@@ -1,5 +1,5 @@
 // Command tools builds (or finds cached) the binaries the tests and the demo
-// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen] [helm] [node]
+// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen] [helm] [node] [thanos]
 // (default: controlplane prometheus alertmanager helm)
 package main
 
@@ -22,6 +22,7 @@ func main() {
 		"controller-gen": {controlplane.ControllerGen},
 		"helm":           {controlplane.Helm},
 		"node":           {controlplane.Kubelet},
+		"thanos":         {controlplane.Thanos},
 	}
 	args := os.Args[1:]
 	if len(args) == 0 {
@@ -30,7 +31,7 @@ func main() {
 	for _, a := range args {
 		tools, ok := sets[a]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, controller-gen, helm or node)\n", a)
+			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, controller-gen, helm, node or thanos)\n", a)
 			os.Exit(2)
 		}
 		for _, t := range tools {

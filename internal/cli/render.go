@@ -33,9 +33,12 @@ type RenderOptions struct {
 	Prometheus string
 	// Alertmanager is "namespace/name" of an Alertmanager to render instead (also chosen
 	// by Output alertmanager); "" with that output renders every Alertmanager found.
-	Alertmanager  string
-	Output        string
-	ReloaderImage string
+	Alertmanager string
+	// PrometheusAgent, NAMESPACE/NAME or "all", renders PrometheusAgent objects instead
+	// of the Prometheus objects.
+	PrometheusAgent string
+	Output          string
+	ReloaderImage   string
 }
 
 // Render renders Prometheus objects from files, with no cluster, exactly as
@@ -52,6 +55,9 @@ func Render(ctx context.Context, o RenderOptions, out, errOut io.Writer) error {
 	if o.Alertmanager != "" || o.Output == OutputAlertmanager {
 		return renderAlertmanagers(ctx, c, o, out, errOut)
 	}
+	if o.PrometheusAgent != "" {
+		return renderAgents(ctx, c, o, out, errOut)
+	}
 	proms, err := selectPrometheus(ctx, c, o.Prometheus)
 	if err != nil {
 		return err
@@ -64,31 +70,38 @@ func Render(ctx context.Context, o RenderOptions, out, errOut io.Writer) error {
 		if err != nil {
 			return err
 		}
-		for _, v := range d.Verdicts {
-			if !v.Accepted {
-				fmt.Fprintf(errOut, "rejected: %s %s/%s by Prometheus %s/%s: %s: %s\n", v.Kind, v.Namespace, v.Name, p.Namespace, p.Name, v.Reason, v.Message)
-			}
-		}
-		switch o.Output {
-		case OutputConfig:
-			_, err = out.Write(d.Config())
-		case OutputRules:
-			err = writeRules(out, d)
-		case OutputVerdicts:
-			err = writeVerdicts(out, p, d)
-		case OutputObjects, "":
-			if i > 0 {
-				fmt.Fprintln(out, "---")
-			}
-			err = writeObjects(out, d.Objects)
-		default:
-			return fmt.Errorf("unknown output %q: want objects, config, rules, verdicts or alertmanager", o.Output)
-		}
-		if err != nil {
+		if err := writeDesired(out, errOut, o.Output, i, monitoringv1.PrometheusesKind, p, d); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeDesired prints the i-th rendered workload (kind, owner) in the output asked for,
+// and its rejections on errOut.
+func writeDesired(out, errOut io.Writer, output string, i int, kind string, owner client.Object, d *render.Desired) error {
+	for _, v := range d.Verdicts {
+		if !v.Accepted {
+			fmt.Fprintf(errOut, "rejected: %s %s/%s by %s %s/%s: %s: %s\n", v.Kind, v.Namespace, v.Name, kind, owner.GetNamespace(), owner.GetName(), v.Reason, v.Message)
+		}
+	}
+	switch output {
+	case OutputConfig:
+		_, err := out.Write(d.Config())
+		return err
+	case OutputRules:
+		return writeRules(out, d)
+	case OutputVerdicts:
+		fmt.Fprintf(out, "%s %s/%s\n", kind, owner.GetNamespace(), owner.GetName())
+		writeVerdictLines(out, d.Verdicts)
+		return nil
+	case OutputObjects, "":
+		if i > 0 {
+			fmt.Fprintln(out, "---")
+		}
+		return writeObjects(out, d.Objects)
+	}
+	return fmt.Errorf("unknown output %q: want objects, config, rules, verdicts or alertmanager", output)
 }
 
 // RenderOne gathers and renders one Prometheus from a reader.
@@ -196,12 +209,6 @@ func writeRules(out io.Writer, d *render.Desired) error {
 			}
 		}
 	}
-	return nil
-}
-
-func writeVerdicts(out io.Writer, p *monitoringv1.Prometheus, d *render.Desired) error {
-	fmt.Fprintf(out, "Prometheus %s/%s\n", p.Namespace, p.Name)
-	writeVerdictLines(out, d.Verdicts)
 	return nil
 }
 

@@ -121,10 +121,15 @@ var boundLists = []func(context.Context, client.Reader) ([]boundObject, error){
 		var l monitoringv1alpha1.ScrapeConfigList
 		return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1alpha1.ScrapeConfig) boundObject { return scrapeConfig{o} })
 	},
-	func(ctx context.Context, c client.Reader) ([]boundObject, error) {
-		var l monitoringv1.PrometheusRuleList
-		return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1.PrometheusRule) boundObject { return prometheusRule{o} })
-	},
+	listPrometheusRules,
+}
+
+// thanosRulerRuleLists lists the one kind a ThanosRuler binds.
+var thanosRulerRuleLists = []func(context.Context, client.Reader) ([]boundObject, error){listPrometheusRules}
+
+func listPrometheusRules(ctx context.Context, c client.Reader) ([]boundObject, error) {
+	var l monitoringv1.PrometheusRuleList
+	return wrap(c.List(ctx, &l, client.UnsafeDisableDeepCopy), l.Items, func(o *monitoringv1.PrometheusRule) boundObject { return prometheusRule{o} })
 }
 
 // wrap turns listed items into boundObjects.
@@ -153,9 +158,9 @@ func verdictKey(kind, namespace, name string) string { return kind + "/" + names
 // verdict reads and writes nothing here; one new monitor costs one patch,
 // not a walk over thousands of monitors. selected holds the selected objects
 // by verdictKey.
-func (r *PrometheusReconciler) writeBindings(ctx context.Context, p *monitoringv1.Prometheus, verdicts []scrape.Verdict, selected map[string]client.Object) error {
-	mem := r.memoryOf(client.ObjectKeyFromObject(p))
-	return writeBindings(ctx, r.Client, p, &mem.bound, boundLists, verdicts, selected)
+func (r *PrometheusReconciler) writeBindings(ctx context.Context, owner client.Object, verdicts []scrape.Verdict, selected map[string]client.Object) error {
+	mem := r.memoryOf(client.ObjectKeyFromObject(owner))
+	return writeBindings(ctx, r.Client, owner, &mem.bound, boundLists, verdicts, selected)
 }
 
 // writeBindings is the work of PrometheusReconciler.writeBindings for any workload
@@ -427,8 +432,13 @@ func patchBinding(ctx context.Context, c client.Client, b bindingPatch) error {
 
 // workloadResource is the resource name bindings give a workload by.
 func workloadResource(owner client.Object) string {
-	if _, ok := owner.(*monitoringv1.Alertmanager); ok {
+	switch owner.(type) {
+	case *monitoringv1.Alertmanager:
 		return monitoringv1.AlertmanagerName
+	case *monitoringv1alpha1.PrometheusAgent:
+		return monitoringv1alpha1.PrometheusAgentName
+	case *monitoringv1.ThanosRuler:
+		return monitoringv1.ThanosRulerName
 	}
 	return monitoringv1.PrometheusName
 }

@@ -12,6 +12,7 @@ import (
 
 	amrender "github.com/lookout-operator/lookout/internal/render/alertmanager"
 	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
+	thanosrender "github.com/lookout-operator/lookout/internal/render/thanos"
 )
 
 // CacheOptions are the informer settings the controllers are written for:
@@ -71,8 +72,10 @@ const labelManagedBy = "app.kubernetes.io/managed-by"
 // controller generated.
 func generatedObject(labels map[string]string) bool {
 	_, prometheus := labels[promrender.LabelPrometheus]
+	_, agent := labels[promrender.LabelPrometheusAgent]
 	_, alertmanager := labels[amrender.LabelAlertmanager]
-	return prometheus || alertmanager
+	_, thanosRuler := labels[thanosrender.LabelThanosRuler]
+	return prometheus || agent || alertmanager || thanosRuler
 }
 
 // cachedKinds are the kinds the Applier reads from the cache.

@@ -27,7 +27,6 @@ import (
 	"github.com/lookout-operator/lookout/internal/apply"
 	"github.com/lookout-operator/lookout/internal/gather"
 	"github.com/lookout-operator/lookout/internal/render"
-	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/scrape"
 	"github.com/lookout-operator/lookout/internal/render/workload"
 )
@@ -52,6 +51,8 @@ type PrometheusReconciler struct {
 
 	gather *gather.Cluster
 	refs   *refIndex
+	// kind is what is served: a Prometheus when nil, else a PrometheusAgent (agentKind).
+	kind *servedKind
 
 	memory memories[memory]
 }
@@ -105,24 +106,27 @@ var rbacKinds = []schema.GroupVersionKind{
 // exists now and converges to it.
 func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	p := &monitoringv1.Prometheus{}
-	if found, err := getWorkload(ctx, r.Client, req.NamespacedName, p); !found {
+	k := r.served()
+	obj := k.newObject()
+	if found, err := getWorkload(ctx, r.Client, req.NamespacedName, obj); !found {
 		if err == nil {
 			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, err
 	}
+	// The shared renderer's view of obj; obj itself when it is a Prometheus.
+	p := k.view(obj)
 
 	if !p.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, p)
+		return ctrl.Result{}, r.finalize(ctx, obj, p)
 	}
-	if err := ensureFinalizer(ctx, r.Client, p, monitoringv1.PrometheusesKind); err != nil {
+	if err := ensureFinalizer(ctx, r.Client, obj, k.name); err != nil {
 		return ctrl.Result{}, err
 	}
 
 	st := &statusUpdate{}
 	defer func() {
-		if err := r.writeStatus(ctx, p, st); err != nil {
+		if err := r.writeStatus(ctx, obj, p, st); err != nil {
 			log.Error(err, "Failed to write status", "prometheus", klog.KObj(p))
 		}
 	}()
@@ -133,13 +137,13 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	phases := startPhases()
-	desired, selected, err := r.render(ctx, p, phases)
+	desired, selected, err := r.render(ctx, obj, p, phases)
 	var specErr *render.SpecError
 	if errors.As(err, &specErr) {
 		// Stalled until the user changes the spec: no requeue, running
 		// children stay as they are.
 		st.reconcileErr = specErr
-		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, specErr.Reason, "Reconcile", "%s", specErr.Message)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, specErr.Reason, "Reconcile", "%s", specErr.Message)
 		log.Info("Prometheus spec cannot be rendered", "prometheus", klog.KObj(p), "reason", specErr.Reason, "message", specErr.Message)
 		return ctrl.Result{}, nil
 	}
@@ -147,20 +151,20 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		st.reconcileErr = &render.SpecError{Reason: ReasonReadFailed, Message: err.Error()}
 		return ctrl.Result{}, err
 	}
-	r.reportVerdicts(p, desired.Verdicts, selected)
+	r.reportVerdicts(obj, desired.Verdicts, selected)
 
 	err = r.applyAll(ctx, p, desired)
 	phases.done("apply")
 	if err != nil {
-		return reportApplyFailure(r.Recorder, p, st, err)
+		return reportApplyFailure(r.Recorder, obj, st, err)
 	}
 	st.reconciled = true
 	recordConfigSize(p, desired)
 	// Accepted now means "in the configuration Prometheus was handed". The bindings are
 	// written off this reconcile: the next change does not wait for them.
 	verdicts := desired.Verdicts
-	err = r.Bindings.submit(ctx, "Prometheus/"+p.Namespace+"/"+p.Name, func(ctx context.Context) error {
-		return r.writeBindings(ctx, p, verdicts, selected)
+	err = r.Bindings.submit(ctx, k.name+"/"+p.Namespace+"/"+p.Name, func(ctx context.Context) error {
+		return r.writeBindings(ctx, obj, verdicts, selected)
 	})
 	phases.done("bindings")
 	return ctrl.Result{}, err
@@ -168,7 +172,7 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // render gathers and renders; it also returns the selected objects keyed
 // "<Kind>/<namespace>/<name>", for Events.
-func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prometheus, phases *phaseTimer) (*render.Desired, map[string]client.Object, error) {
+func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, phases *phaseTimer) (*render.Desired, map[string]client.Object, error) {
 	g, err := r.gather.Prometheus(ctx, p)
 	phases.done("gather")
 	if err != nil {
@@ -194,7 +198,7 @@ func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prome
 	for _, o := range g.Inputs.Rules {
 		add(monitoringv1.PrometheusRuleKind, o)
 	}
-	d, err := render.Prometheus(g.Inputs)
+	d, err := r.served().render(obj, g.Inputs)
 	phases.done("render")
 	renderCacheMonitors.WithLabelValues("hit").Add(float64(g.Inputs.Cache.Scrape.Hits))
 	renderCacheMonitors.WithLabelValues("miss").Add(float64(g.Inputs.Cache.Scrape.Misses))
@@ -204,7 +208,7 @@ func (r *PrometheusReconciler) render(ctx context.Context, p *monitoringv1.Prome
 // applyAll applies every object in order, then prunes what is no longer
 // desired, RBAC in other namespaces and at cluster scope included.
 func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Prometheus, d *render.Desired) error {
-	labels := map[string]string{promrender.LabelPrometheus: p.Name, promrender.LabelPrometheusNamespace: p.Namespace}
+	labels := ownerLabels(p)
 	mem := r.memoryOf(client.ObjectKeyFromObject(p))
 	return applyObjects(ctx, r.Applier, p, d.Objects, labels, ownedKinds, rbacKinds, &mem.pruned)
 }
@@ -339,20 +343,20 @@ func reportApplyFailure(rec recorder.EventRecorder, owner client.Object, st *sta
 
 // finalize deletes the objects without an owner reference, then lets the
 // Prometheus go. Owner-referenced children are left to the garbage collector.
-func (r *PrometheusReconciler) finalize(ctx context.Context, p *monitoringv1.Prometheus) error {
-	if !controllerutil.ContainsFinalizer(p, Finalizer) {
+func (r *PrometheusReconciler) finalize(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus) error {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
 	}
-	labels := map[string]string{promrender.LabelPrometheus: p.Name, promrender.LabelPrometheusNamespace: p.Namespace}
-	if _, err := r.Applier.Prune(ctx, "", labels, "", nil, rbacKinds); err != nil {
-		return fmt.Errorf("clean up after Prometheus %s: %w", klog.KObj(p), err)
+	kind := r.served().name
+	if _, err := r.Applier.Prune(ctx, "", ownerLabels(p), "", nil, rbacKinds); err != nil {
+		return fmt.Errorf("clean up after %s %s: %w", kind, klog.KObj(p), err)
 	}
-	if err := r.Bindings.submitAndWait(ctx, "Prometheus/"+p.Namespace+"/"+p.Name, func(ctx context.Context) error {
-		return r.writeBindings(ctx, p, nil, nil)
+	if err := r.Bindings.submitAndWait(ctx, kind+"/"+p.Namespace+"/"+p.Name, func(ctx context.Context) error {
+		return r.writeBindings(ctx, obj, nil, nil)
 	}); err != nil {
-		return fmt.Errorf("remove the bindings of Prometheus %s: %w", klog.KObj(p), err)
+		return fmt.Errorf("remove the bindings of %s %s: %w", kind, klog.KObj(p), err)
 	}
-	if err := removeFinalizer(ctx, r.Client, p); err != nil {
+	if err := removeFinalizer(ctx, r.Client, obj); err != nil {
 		return err
 	}
 	r.forget(client.ObjectKeyFromObject(p))
@@ -368,9 +372,9 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 
 // reportVerdicts emits an Event on a monitor when its verdict for this
 // Prometheus changes (rejected, or accepted again), not on every reconcile.
-func (r *PrometheusReconciler) reportVerdicts(p *monitoringv1.Prometheus, verdicts []scrape.Verdict, selected map[string]client.Object) {
-	mem := r.memoryOf(client.ObjectKeyFromObject(p))
-	reportVerdicts(r.Recorder, p, monitoringv1.PrometheusesKind, &mem.verdicts, &mem.verdictsKnown, verdicts, selected)
+func (r *PrometheusReconciler) reportVerdicts(owner client.Object, verdicts []scrape.Verdict, selected map[string]client.Object) {
+	mem := r.memoryOf(client.ObjectKeyFromObject(owner))
+	reportVerdicts(r.Recorder, owner, r.served().name, &mem.verdicts, &mem.verdictsKnown, verdicts, selected)
 }
 
 // reportVerdicts emits an Event on a selected object when owner's verdict on it

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -44,26 +45,27 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(bindings); err != nil {
 		return err
 	}
-	r := &PrometheusReconciler{
-		Client:   mgr.GetClient(),
-		Live:     mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("lookout"),
-		Options:  opts,
-		Applier:  applier,
-		Bindings: bindings,
+	// Prometheus and PrometheusAgent: one reconciler, two kinds.
+	for _, kind := range []*servedKind{prometheusKind, agentKind} {
+		r := &PrometheusReconciler{
+			Client:   mgr.GetClient(),
+			Live:     mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("lookout"),
+			Options:  opts,
+			Applier:  applier,
+			Bindings: bindings,
+			kind:     kind,
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	am := &AlertmanagerReconciler{newWorkloadReconciler[*monitoringv1.Alertmanager](mgr, opts, applier, bindings)}
+	if err := am.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	am := &AlertmanagerReconciler{
-		Client:   mgr.GetClient(),
-		Live:     mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("lookout"),
-		Options:  opts,
-		Applier:  applier,
-		Bindings: bindings,
-	}
-	return am.SetupWithManager(mgr)
+	tr := &ThanosRulerReconciler{newWorkloadReconciler[*monitoringv1.ThanosRuler](mgr, opts, applier, bindings)}
+	return tr.SetupWithManager(mgr)
 }
 
 // SetupWithManager wires the watches. Every event ends as the key of the
@@ -72,26 +74,31 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.gather = &gather.Cluster{Cache: mgr.GetClient(), Live: r.Live, Informers: mgr.GetCache()}
 	r.refs = newRefIndex()
 	c := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("prometheus").
-		For(&monitoringv1.Prometheus{}, builder.WithPredicates(predicate.Or(
+	k := r.served()
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(k.controller).
+		For(k.newObject(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&appsv1.StatefulSet{}).
+		Owns(&appsv1.StatefulSet{})
+	if k.daemonSet != nil {
+		b = b.Owns(&appsv1.DaemonSet{})
+	}
+	return b.
 		// The governing Service is co-owned (no controller reference): map
 		// every owner, not only the controller.
-		Watches(&corev1.Service{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &monitoringv1.Prometheus{})).
+		Watches(&corev1.Service{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.newObject())).
 		// Secrets are cached as metadata only. Owned ones (the config) revert
 		// drift; referenced ones (credentials) re-render the monitors.
 		WatchesMetadata(&corev1.Secret{}, r.metadataHandler("Secret")).
 		// Rule ConfigMaps (drift and deletion are reverted) and ConfigMaps
 		// that monitors reference (TLS material, OAuth2 client IDs).
 		WatchesMetadata(&corev1.ConfigMap{}, r.metadataHandler("ConfigMap")).
-		Watches(&monitoringv1.ServiceMonitor{}, prometheusSelecting(c, kindServiceMonitor)).
-		Watches(&monitoringv1.PodMonitor{}, prometheusSelecting(c, kindPodMonitor)).
-		Watches(&monitoringv1.Probe{}, prometheusSelecting(c, kindProbe)).
-		Watches(&monitoringv1alpha1.ScrapeConfig{}, prometheusSelecting(c, kindScrapeConfig)).
-		Watches(&monitoringv1.PrometheusRule{}, prometheusSelecting(c, kindPrometheusRule)).
-		Watches(&corev1.Namespace{}, prometheusSelecting(c, kindNamespace)).
+		Watches(&monitoringv1.ServiceMonitor{}, k.selecting(c, kindServiceMonitor)).
+		Watches(&monitoringv1.PodMonitor{}, k.selecting(c, kindPodMonitor)).
+		Watches(&monitoringv1.Probe{}, k.selecting(c, kindProbe)).
+		Watches(&monitoringv1alpha1.ScrapeConfig{}, k.selecting(c, kindScrapeConfig)).
+		Watches(&monitoringv1.PrometheusRule{}, k.selecting(c, kindPrometheusRule)).
+		Watches(&corev1.Namespace{}, k.selecting(c, kindNamespace)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		Complete(r)
 }
@@ -117,7 +124,7 @@ func metadataHandler(applier *apply.Applier, refs *refIndex, ownerKind, kind str
 }
 
 func (r *PrometheusReconciler) metadataHandler(kind string) handler.EventHandler {
-	return metadataHandler(r.Applier, r.refs, monitoringv1.PrometheusesKind, kind)
+	return metadataHandler(r.Applier, r.refs, r.served().name, kind)
 }
 
 // mapOwned returns the owner of an owned object (unless the event is our own
@@ -128,7 +135,7 @@ func mapOwned(refs *refIndex, ownerKind, kind string, obj client.Object, ownEcho
 		if ownEcho {
 			break
 		}
-		if ref.Kind == ownerKind && ref.APIVersion == monitoringv1.SchemeGroupVersion.String() {
+		if ref.Kind == ownerKind && strings.HasPrefix(ref.APIVersion, monitoringv1.SchemeGroupVersion.Group+"/") {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}})
 		}
 	}
@@ -179,6 +186,9 @@ func (k watchedKind) selectors(p *monitoringv1.Prometheus) []*selection.Selector
 type selectingHandler struct {
 	c    client.Reader
 	kind watchedKind
+	// list reads the workloads whose selectors are matched, as the shared renderer sees
+	// them; nil: the Prometheus objects.
+	list func(ctx context.Context, c client.Reader) ([]*monitoringv1.Prometheus, error)
 }
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -190,15 +200,17 @@ func prometheusSelecting(c client.Reader, kind watchedKind) *selectionEvents {
 }
 
 func (h *selectingHandler) enqueue(ctx context.Context, q queue, objs ...client.Object) {
-	var proms monitoringv1.PrometheusList
-	// Read only: the selectors are built from the cached objects without copying them.
-	if err := h.c.List(ctx, &proms, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "List Prometheus objects to map an event")
+	list := h.list
+	if list == nil {
+		list = listPrometheus
+	}
+	proms, err := list(ctx, h.c)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List workloads to map an event")
 		return
 	}
 	nsLabels := map[string]map[string]string{}
-	for i := range proms.Items {
-		p := &proms.Items[i]
+	for _, p := range proms {
 	selectors:
 		for _, sel := range h.kind.selectors(p) {
 			for _, obj := range objs {

@@ -24,19 +24,34 @@ type statusUpdate struct {
 	reconcileErr *render.SpecError
 }
 
-func (r *PrometheusReconciler) writeStatus(ctx context.Context, p *monitoringv1.Prometheus, st *statusUpdate) error {
-	countReconcileError(monitoringv1.PrometheusesKind, st)
+// writeStatus writes the status of obj, whose view for the shared renderer is p.
+func (r *PrometheusReconciler) writeStatus(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, st *statusUpdate) error {
+	k := r.served()
+	fl := promrender.FlavourOf(p)
+	countReconcileError(k.name, st)
 	next := p.Status.DeepCopy()
 	next.Paused = p.Spec.Paused
 	shards := promrender.ShardCount(p)
 	next.Shards = shards
-	next.Selector = labels.SelectorFromSet(promrender.PodLabels(p.Name)).String()
+	next.Selector = labels.SelectorFromSet(fl.PodLabels(p.Name)).String()
 
 	var replicas, updated, available, unavailable int32
+	want := int32(1)
+	if p.Spec.Replicas != nil {
+		want = *p.Spec.Replicas
+	}
+	want *= shards
 	next.ShardStatuses = nil
+	if k.daemonSet != nil && k.daemonSet(obj) {
+		shards, next.Shards = 0, 1 // no StatefulSets below: one DaemonSet, one shard
+		var err error
+		if replicas, updated, available, want, err = r.daemonSetReplicas(ctx, p); err != nil {
+			return err
+		}
+	}
 	for shard := range shards {
 		var sts appsv1.StatefulSet
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: promrender.StatefulSetName(p.Name, shard)}, &sts)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: fl.StatefulSetName(p.Name, shard)}, &sts)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -59,19 +74,15 @@ func (r *PrometheusReconciler) writeStatus(ctx context.Context, p *monitoringv1.
 	}
 	next.Replicas, next.UpdatedReplicas, next.AvailableReplicas, next.UnavailableReplicas = replicas, updated, available, unavailable
 
-	want := int32(1)
-	if p.Spec.Replicas != nil {
-		want = *p.Spec.Replicas
-	}
-	setConditions(&next.Conditions, p.Generation, want*shards, available, st)
+	setConditions(&next.Conditions, p.Generation, want, available, st)
 
 	if apiequality.Semantic.DeepEqual(&p.Status, next) {
 		return nil // nothing changed: no write
 	}
-	patch := client.MergeFrom(p.DeepCopy())
-	p.Status = *next
-	if err := r.Client.Status().Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("patch status of Prometheus %s/%s: %w", p.Namespace, p.Name, err)
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	*k.status(obj) = *next
+	if err := r.Client.Status().Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patch status of %s %s/%s: %w", k.name, p.Namespace, p.Name, err)
 	}
 	return nil
 }

@@ -2,17 +2,24 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/lookout-operator/lookout/internal/render"
 )
 
-// The steps every workload reconciler (Prometheus, Alertmanager) shares.
+// The steps every workload reconciler (Prometheus, Alertmanager, ThanosRuler) shares.
 
 // memories holds what a reconciler remembers per workload, made on first use.
 // Reconciles of one key never overlap, so an M needs no lock of its own.
@@ -111,4 +118,23 @@ func (h *selectionEvents) Delete(ctx context.Context, e event.DeleteEvent, q que
 
 func (h *selectionEvents) Generic(ctx context.Context, e event.GenericEvent, q queue) {
 	h.enqueue(ctx, q, e.Object)
+}
+
+// renderFailed ends a reconcile whose gather or render failed (stop is false when err is
+// nil). A *render.SpecError stalls until the user changes the spec or an input it reads:
+// Reconciled=False with the reason, a Warning Event, no requeue, and what runs keeps its
+// last good configuration. Any other error is a read failure, retried with backoff.
+func renderFailed(ctx context.Context, rec recorder.EventRecorder, owner client.Object, kind string, st *statusUpdate, err error) (stop bool, _ ctrl.Result, _ error) {
+	if err == nil {
+		return false, ctrl.Result{}, nil
+	}
+	var specErr *render.SpecError
+	if errors.As(err, &specErr) {
+		st.reconcileErr = specErr
+		rec.Eventf(owner, nil, corev1.EventTypeWarning, specErr.Reason, "Reconcile", "%s", specErr.Message)
+		ctrl.LoggerFrom(ctx).Info(kind+" cannot be rendered", "object", klog.KObj(owner), "reason", specErr.Reason, "message", specErr.Message)
+		return true, ctrl.Result{}, nil
+	}
+	st.reconcileErr = &render.SpecError{Reason: ReasonReadFailed, Message: err.Error()}
+	return true, ctrl.Result{}, err
 }

@@ -114,21 +114,10 @@ func RunAlertmanagerPods(ctx context.Context, c client.Client, cp *controlplane.
 	}
 	for i, h := range am.Hosts {
 		podName := stsName + "-" + strconv.Itoa(i)
-		pod, err := localpod.Start(ctx, localpod.Options{
-			Pod:           sts.Spec.Template.Spec,
-			PodName:       podName,
-			PodNamespace:  ns,
-			Images:        map[string]string{AlertmanagerImage: bins.Alertmanager, ReloaderCommand: bins.Reloader},
-			Client:        c,
-			Token:         tok,
-			CACert:        cp.CACert,
-			APIServerHost: "127.0.0.1",
-			APIServerPort: cp.Port,
-			NetNS:         h.Namespace,
-			PodIP:         h.IP,
-			Hosts:         hosts,
-			Dir:           filepath.Join(dir, podName),
-		})
+		opts := podOptions(c, cp, sts.Spec.Template.Spec, ns, podName,
+			map[string]string{AlertmanagerImage: bins.Alertmanager, ReloaderCommand: bins.Reloader}, tok, h, filepath.Join(dir, podName))
+		opts.Hosts = hosts
+		pod, err := localpod.Start(ctx, opts)
 		if err != nil {
 			am.Stop()
 			return nil, fmt.Errorf("pod %s: %w", podName, err)

@@ -168,9 +168,19 @@ func StartTarget(ctx context.Context, c client.Client, ns, name string, port int
 	if err != nil {
 		return nil, "", err
 	}
-	if err := host.ServeMetrics(int(port)); err != nil {
+	addr, err := PublishTarget(ctx, c, host, ns, name, port)
+	if err != nil {
 		host.Close()
 		return nil, "", err
+	}
+	return host, addr, nil
+}
+
+// PublishTarget serves /metrics on host's IP and port and publishes it as the Service
+// ns/name (label app=<name>, port metrics) with an EndpointSlice, as StartTarget does.
+func PublishTarget(ctx context.Context, c client.Client, host *testhost.Host, ns, name string, port int32) (string, error) {
+	if err := host.ServeMetrics(int(port)); err != nil {
+		return "", err
 	}
 	objs := []client.Object{
 		&corev1.Service{
@@ -187,11 +197,10 @@ func StartTarget(ctx context.Context, c client.Client, ns, name string, port int
 	}
 	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil {
-			host.Close()
-			return nil, "", fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+			return "", fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	return host, fmt.Sprintf("%s:%d", host.IP, port), nil
+	return fmt.Sprintf("%s:%d", host.IP, port), nil
 }
 
 // RunPrometheusPod waits for the operator's StatefulSet prometheus-<name>
@@ -199,7 +208,27 @@ func StartTarget(ctx context.Context, c client.Client, ns, name string, port int
 // the ServiceAccount the pod runs as (TokenRequest), so the RBAC the operator
 // granted is exactly what Prometheus and the reloader get.
 func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, ns, name, dir string) (*localpod.Pod, error) {
-	sts, err := waitStatefulSet(ctx, c, ns, "prometheus-"+name)
+	return RunStatefulSetPod(ctx, c, cp, bins, ns, promrender.StatefulSetName(name, 0), dir)
+}
+
+// RunPrometheusPodOn is RunPrometheusPod in host h's network namespace (with its address
+// as the pod IP), or on the host's network when h is nil.
+func RunPrometheusPodOn(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, h *testhost.Host, ns, name, dir string) (*localpod.Pod, error) {
+	return RunStatefulSetPodOn(ctx, c, cp, bins, h, nil, ns, promrender.StatefulSetName(name, 0), dir)
+}
+
+// RunStatefulSetPod is RunPrometheusPod for the first pod of any StatefulSet the operator
+// generates with a Prometheus container (a PrometheusAgent's prom-agent-<name>).
+func RunStatefulSetPod(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, ns, stsName, dir string) (*localpod.Pod, error) {
+	return RunStatefulSetPodOn(ctx, c, cp, bins, nil, nil, ns, stsName, dir)
+}
+
+// RunStatefulSetPodOn is RunStatefulSetPod in the network namespace of host (nil: the
+// host's own), with hosts as extra /etc/hosts entries (name → IP), so that two pods
+// listening on the same ports can run side by side. A Thanos sidecar in the pod runs
+// the cached Thanos binary.
+func RunStatefulSetPodOn(ctx context.Context, c client.Reader, cp *controlplane.ControlPlane, bins Binaries, host *testhost.Host, hosts map[string]string, ns, stsName, dir string) (*localpod.Pod, error) {
+	sts, err := waitStatefulSet(ctx, c, ns, stsName)
 	if err != nil {
 		return nil, err
 	}
@@ -207,22 +236,21 @@ func RunPrometheusPod(ctx context.Context, c client.Reader, cp *controlplane.Con
 	if err != nil {
 		return nil, err
 	}
-	pod, err := localpod.Start(ctx, localpod.Options{
-		Pod:           sts.Spec.Template.Spec,
-		PodName:       sts.Name + "-0",
-		PodNamespace:  ns,
-		Images:        map[string]string{PrometheusImage: bins.Prometheus, ReloaderCommand: bins.Reloader},
-		Client:        c,
-		Token:         tok,
-		CACert:        cp.CACert,
-		APIServerHost: "127.0.0.1",
-		APIServerPort: cp.Port,
-		Dir:           dir,
-	})
+	images := map[string]string{PrometheusImage: bins.Prometheus, ReloaderCommand: bins.Reloader}
+	if err := addThanosImage(ctx, sts.Spec.Template.Spec, images); err != nil {
+		return nil, err
+	}
+	opts := podOptions(c, cp, sts.Spec.Template.Spec, ns, sts.Name+"-0", images, tok, host, dir)
+	opts.Hosts = hosts
+	pod, err := localpod.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := localpod.WaitHTTP(ctx, "http://127.0.0.1:9090/-/ready", 60*time.Second); err != nil {
+	readyIP := "127.0.0.1"
+	if host != nil {
+		readyIP = host.IP
+	}
+	if err := localpod.WaitHTTP(ctx, "http://"+readyIP+":9090/-/ready", 60*time.Second); err != nil {
 		pod.Stop()
 		return nil, err
 	}
@@ -315,4 +343,27 @@ func GeneratedConfig(ctx context.Context, c client.Reader, ns, name string) (str
 	}
 	b, err := io.ReadAll(zr)
 	return string(b), err
+}
+
+// podOptions run a generated pod's spec locally as pod ns/podName with images mapped to
+// local binaries, a real ServiceAccount token and the control plane's API; in host h's
+// network namespace with its address as the pod IP, or on the host's network when h is
+// nil.
+func podOptions(c client.Reader, cp *controlplane.ControlPlane, spec corev1.PodSpec, ns, podName string, images map[string]string, tok []byte, h *testhost.Host, dir string) localpod.Options {
+	o := localpod.Options{
+		Pod:           spec,
+		PodName:       podName,
+		PodNamespace:  ns,
+		Images:        images,
+		Client:        c,
+		Token:         tok,
+		CACert:        cp.CACert,
+		APIServerHost: "127.0.0.1",
+		APIServerPort: cp.Port,
+		Dir:           dir,
+	}
+	if h != nil {
+		o.NetNS, o.PodIP = h.Namespace, h.IP
+	}
+	return o
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/render"
+	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/scrape"
 	"github.com/lookout-operator/lookout/internal/selection"
 )
@@ -78,6 +79,9 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 		if a.sel != nil {
 			secretKeys = append(secretKeys, p.Namespace+"/"+a.sel.Name)
 		}
+	}
+	for _, ref := range promrender.ThanosSecretKeys(p) {
+		secretKeys = append(secretKeys, p.Namespace+"/"+ref.Secret.Name)
 	}
 	slices.Sort(secretKeys)
 	secretKeys = slices.Compact(secretKeys)

@@ -22,10 +22,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -142,7 +140,7 @@ type Pod struct {
 	// APIProxy is the address, inside NetNS, of the proxy to the host's
 	// apiserver (empty without NetNS).
 	APIProxy string
-	created  []string // mount-point directories this pod holds (see ensureMountPoint)
+	created  []heldMountPoint // mount-point directories this pod holds (see ensureMountPoint)
 	stopSync context.CancelFunc
 	syncDone chan struct{}
 	proxy    *apiProxy
@@ -432,6 +430,17 @@ func envValue(o Options, e corev1.EnvVar, vars map[string]string) string {
 			return o.Pod.ServiceAccountName
 		}
 	}
+	if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && o.Client != nil {
+		// As the kubelet does: the key's value, read when the container starts.
+		ref := e.ValueFrom.SecretKeyRef
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var s corev1.Secret
+		if err := o.Client.Get(ctx, client.ObjectKey{Namespace: o.PodNamespace, Name: ref.Name}, &s); err == nil {
+			return string(s.Data[ref.Key])
+		}
+		return ""
+	}
 	return expandVars(e.Value, vars)
 }
 
@@ -469,59 +478,6 @@ func expandVars(s string, vars map[string]string) string {
 		}
 	}
 	return b.String()
-}
-
-// mountPoints counts, for each mount-point directory the pods of this
-// process created on the host, the pods that use it. A directory goes when
-// its last pod stops: removing a directory that is a mount point in another
-// pod's mount namespace would detach that pod's volume (the kernel lazily
-// unmounts mounts on a deleted directory in every namespace).
-var mountPoints = struct {
-	sync.Mutex
-	users map[string]int
-}{users: map[string]int{}}
-
-// ensureMountPoint creates a missing mount-point directory and remembers it,
-// so that Stop removes exactly what the pods added to the host, once no pod
-// uses it any more.
-func (p *Pod) ensureMountPoint(path string) error {
-	mountPoints.Lock()
-	defer mountPoints.Unlock()
-	var chain []string // from path up to the first directory that was there before
-	for dir := path; dir != "/" && dir != "."; dir = filepath.Dir(dir) {
-		_, err := os.Stat(dir)
-		if err == nil && mountPoints.users[dir] == 0 {
-			break
-		}
-		chain = append(chain, dir)
-	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		dir := chain[i]
-		if slices.Contains(p.created, dir) {
-			continue
-		}
-		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
-			return fmt.Errorf("create mount point %s: %w", dir, err)
-		}
-		mountPoints.users[dir]++
-		p.created = append(p.created, dir)
-	}
-	return nil
-}
-
-func (p *Pod) releaseMountPoints() {
-	mountPoints.Lock()
-	defer mountPoints.Unlock()
-	for i := len(p.created) - 1; i >= 0; i-- {
-		dir := p.created[i]
-		mountPoints.users[dir]--
-		if mountPoints.users[dir] > 0 {
-			continue
-		}
-		delete(mountPoints.users, dir)
-		_ = os.Remove(dir) // only empty directories: never data
-	}
-	p.created = nil
 }
 
 // Stop kills the containers and removes the mount points it created.

@@ -51,6 +51,8 @@ type Inputs struct {
 	// Cache, when given, carries work over from the previous render of the
 	// same Prometheus; the output is the same without it.
 	Cache *Cache
+	// daemonSet: a PrometheusAgent in DaemonSet mode (set by PrometheusAgent).
+	daemonSet bool
 }
 
 // Cache is what one Prometheus's renders carry from one to the next: each
@@ -98,14 +100,21 @@ var _ = [1]struct{}{}[rules.MaxConfigMaps-prometheus.RuleConfigMapSlots]
 func Prometheus(in Inputs) (*Desired, error) {
 	p := in.Prometheus
 	if err := prometheus.Validate(p); err != nil {
-		if se, ok := err.(*prometheus.SpecError); ok {
-			return nil, &SpecError{Reason: se.Reason, Message: se.Error()}
-		}
-		return nil, &SpecError{Reason: "InvalidSpec", Message: err.Error()}
+		return nil, specError(err)
+	}
+	if err := checkSecretKeys(p.Namespace, prometheus.ThanosSecretKeys(p), in.Secrets); err != nil {
+		return nil, err
 	}
 	ruleRes, err := rules.Generate(rules.Input{Prometheus: p, Rules: in.Rules})
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidRules", Message: err.Error()}
+	}
+	// Always present, so the first rule needs no config change: the
+	// reloader sees the new file and reloads. An agent has no rules: no rule
+	// files, no rule ConfigMaps.
+	ruleFiles := prometheus.RuleFilesGlobs(p.Name)
+	if prometheus.FlavourOf(p).Agent {
+		ruleFiles, ruleRes.ConfigMaps = nil, nil
 	}
 	var scrapeCache *scrape.Cache
 	var pieces *pieceCache
@@ -118,10 +127,9 @@ func Prometheus(in Inputs) (*Desired, error) {
 		AdditionalScrapeConfigs:       in.AdditionalScrapeConfigs,
 		AdditionalAlertManagerConfigs: in.AdditionalAlertManagerConfigs,
 		AdditionalAlertRelabelConfigs: in.AdditionalAlertRelabelConfigs,
-		// Always present, so the first rule needs no config change: the
-		// reloader sees the new file and reloads.
-		RuleFiles: prometheus.RuleFilesGlobs(p.Name),
-		Cache:     scrapeCache,
+		RuleFiles:                     ruleFiles,
+		NodeLocal:                     in.daemonSet,
+		Cache:                         scrapeCache,
 	})
 	var additional *scrape.AdditionalConfigError
 	if errors.As(err, &additional) {
@@ -175,6 +183,7 @@ func Prometheus(in Inputs) (*Desired, error) {
 		RuleConfigMaps:       ruleRes.ConfigMaps,
 		ConfigPieces:         pieceGz,
 		RBAC:                 rbacCache(in.Cache),
+		DaemonSet:            in.daemonSet,
 	})
 	if err != nil {
 		return nil, &SpecError{Reason: "InvalidSpec", Message: fmt.Sprintf("render objects: %v", err)}

@@ -88,6 +88,12 @@ func Rules(p *monitoringv1.Prometheus) (*Selector, error) {
 	return New("ruleSelector", p.Spec.RuleSelector, "ruleNamespaceSelector", p.Spec.RuleNamespaceSelector, p.Namespace)
 }
 
+// ThanosRulerRules is the ThanosRuler's PrometheusRule selector: the same fields, the same
+// semantics as a Prometheus's.
+func ThanosRulerRules(tr *monitoringv1.ThanosRuler) (*Selector, error) {
+	return New("ruleSelector", tr.Spec.RuleSelector, "ruleNamespaceSelector", tr.Spec.RuleNamespaceSelector, tr.Namespace)
+}
+
 // AlertmanagerConfigs is the Alertmanager's AlertmanagerConfig selector.
 func AlertmanagerConfigs(am *monitoringv1.Alertmanager) (*Selector, error) {
 	return New("alertmanagerConfigSelector", am.Spec.AlertmanagerConfigSelector,

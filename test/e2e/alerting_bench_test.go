@@ -199,50 +199,61 @@ type alertingBench struct {
 func startAlertingBench(b *testing.B, prefix string) *alertingBench {
 	b.Helper()
 	env := &alertingBench{ns: fmt.Sprintf("%s-%d", prefix, alertingBenchRuns.Add(1))}
-	benchCreate(b, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: env.ns}})
+	_, env.recv, env.am, env.amc = startWebhookAlertmanager(b, env.ns, "bench", map[string]string{"bench": "alerting"})
+	return env
+}
+
+// startWebhookAlertmanager creates namespace ns and runs Alertmanager ns/name (one
+// replica, in a network namespace) whose AlertmanagerConfig (labelled labels) sends every
+// alert of the namespace to a webhook receiver on the network's host address. Further
+// pods can join the network.
+func startWebhookAlertmanager(tb testing.TB, ns, name string, labels map[string]string) (*testhost.Network, *devenv.Receiver, *devenv.AlertmanagerPods, *monitoringv1alpha1.AlertmanagerConfig) {
+	tb.Helper()
+	benchCreate(tb, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	network, err := testhost.NewNetwork()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(network.Close)
-	if env.recv, err = devenv.StartReceiver(network); err != nil {
-		b.Fatal(err)
+	tb.Cleanup(network.Close)
+	recv, err := devenv.StartReceiver(network)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	b.Cleanup(env.recv.Close)
+	tb.Cleanup(recv.Close)
 
-	env.amc = &monitoringv1alpha1.AlertmanagerConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.ns, Name: "bench", Labels: map[string]string{"bench": "alerting"}},
+	amc := &monitoringv1alpha1.AlertmanagerConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec: monitoringv1alpha1.AlertmanagerConfigSpec{
 			Route: benchRoute(),
 			Receivers: []monitoringv1alpha1.Receiver{{
 				Name:           "webhook",
-				WebhookConfigs: []monitoringv1alpha1.WebhookConfig{{URL: ptr.To(env.recv.URL("/webhook")), SendResolved: ptr.To(false)}},
+				WebhookConfigs: []monitoringv1alpha1.WebhookConfig{{URL: ptr.To(recv.URL("/webhook")), SendResolved: ptr.To(false)}},
 			}},
 		},
 	}
-	benchCreate(b, env.amc)
-	benchCreate(b, &monitoringv1.Alertmanager{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.ns, Name: "bench"},
+	benchCreate(tb, amc)
+	benchCreate(tb, &monitoringv1.Alertmanager{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: monitoringv1.AlertmanagerSpec{
 			Replicas:                   ptr.To[int32](1),
-			AlertmanagerConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "alerting"}},
+			AlertmanagerConfigSelector: &metav1.LabelSelector{MatchLabels: labels},
 		},
 	})
-	env.am, err = devenv.RunAlertmanagerPods(testCtx, k8s, cp, bins, network, env.ns, "bench", b.TempDir())
+	am, err := devenv.RunAlertmanagerPods(testCtx, k8s, cp, bins, network, ns, name, tb.TempDir())
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() {
-		if b.Failed() {
-			b.Logf("--- Alertmanager logs ---\n%s", env.am.Logs(3000))
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("--- Alertmanager logs ---\n%s", am.Logs(3000))
 		}
-		env.am.Stop()
+		am.Stop()
 	})
-	benchWaitUntil(b, "the Alertmanager has the webhook route", func() bool {
-		st, err := amStatus(env.am.URL(0, "/api/v2/status"))
+	benchWaitUntil(tb, "the Alertmanager has the webhook route", func() bool {
+		st, err := amStatus(am.URL(0, "/api/v2/status"))
 		return err == nil && strings.Contains(st.Config.Original, "webhook_configs")
 	})
-	return env
+	return network, recv, am, amc
 }
 
 // benchRoute sends every alert of the namespace to the webhook, one group
@@ -402,14 +413,14 @@ func benchReloads(b *testing.B, base string) float64 {
 	return n
 }
 
-func benchCreate(b *testing.B, obj client.Object) {
+func benchCreate(b testing.TB, obj client.Object) {
 	b.Helper()
 	if err := k8s.Create(testCtx, obj); err != nil {
 		b.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
 	}
 }
 
-func benchWaitUntil(b *testing.B, what string, cond func() bool) {
+func benchWaitUntil(b testing.TB, what string, cond func() bool) {
 	b.Helper()
 	deadline := time.Now().Add(benchSampleTimeout)
 	for !cond() {

@@ -118,7 +118,14 @@ func runPrometheusPod(t *testing.T, ns, name string) *localpod.Pod {
 // runPrometheusPodIn is runPrometheusPod with the pod's files (its volumes) under dir.
 func runPrometheusPodIn(t *testing.T, ns, name, dir string) *localpod.Pod {
 	t.Helper()
-	pod, err := devenv.RunPrometheusPod(testCtx, k8s, cp, bins, ns, name, dir)
+	return runStatefulSetPodIn(t, ns, "prometheus-"+name, dir)
+}
+
+// runStatefulSetPodIn runs the first pod of the generated StatefulSet ns/stsName, with its
+// files under dir, until the test ends, and shows its logs when the test failed.
+func runStatefulSetPodIn(t *testing.T, ns, stsName, dir string) *localpod.Pod {
+	t.Helper()
+	pod, err := devenv.RunStatefulSetPod(testCtx, k8s, cp, bins, ns, stsName, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

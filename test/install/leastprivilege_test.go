@@ -273,7 +273,27 @@ func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
 			Receivers: []monitoringv1alpha1.Receiver{{Name: "null"}},
 		},
 	}
-	for _, o := range []client.Object{prom, good, bad, rule, am, amc} {
+	// The two other workload kinds: an agent in DaemonSet mode (the controller writes a
+	// DaemonSet) and a ThanosRuler (a StatefulSet and rule ConfigMaps of its own).
+	daemonSet := monitoringv1alpha1.DaemonSetPrometheusAgentMode
+	agent := &monitoringv1alpha1.PrometheusAgent{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
+		Spec: monitoringv1alpha1.PrometheusAgentSpec{
+			Mode: &daemonSet,
+			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
+				PodMonitorSelector: all,
+				RemoteWrite:        []monitoringv1.RemoteWriteSpec{{URL: "http://central.example:9090/api/v1/write"}},
+			},
+		},
+	}
+	ruler := &monitoringv1.ThanosRuler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "global"},
+		Spec: monitoringv1.ThanosRulerSpec{
+			QueryEndpoints: []string{"http://thanos-query." + ns + ".svc:9090"},
+			RuleSelector:   all,
+		},
+	}
+	for _, o := range []client.Object{prom, good, bad, rule, am, amc, agent, ruler} {
 		if err := k8s.Create(testCtx, o); err != nil {
 			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
 		}
@@ -371,14 +391,53 @@ func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
 		return accepted(c.Status.Bindings) == "True", "binding " + accepted(c.Status.Bindings)
 	})
 
-	// Deletion: the finalizer prunes the cluster-scoped RBAC and lets go.
-	if err := k8s.Delete(testCtx, prom); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the Prometheus is finalized and gone", func() (bool, string) {
-		err := k8s.Get(testCtx, client.ObjectKeyFromObject(prom), &monitoringv1.Prometheus{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	eventually(t, "the PrometheusAgent is reconciled with its DaemonSet", func() (bool, string) {
+		var a monitoringv1alpha1.PrometheusAgent
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(agent), &a); err != nil {
+			return false, err.Error()
+		}
+		if c := findCondition(a.Status.Conditions, monitoringv1.Reconciled); c == nil || c.Status != monitoringv1.ConditionTrue {
+			return false, fmt.Sprintf("Reconciled: %+v", c)
+		}
+		err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prom-agent-edge"}, &appsv1.DaemonSet{})
+		return err == nil, fmt.Sprintf("DaemonSet: %v", err)
 	})
+	eventually(t, "the ThanosRuler is reconciled with its StatefulSet and binds the rule", func() (bool, string) {
+		var tr monitoringv1.ThanosRuler
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(ruler), &tr); err != nil {
+			return false, err.Error()
+		}
+		if c := findCondition(tr.Status.Conditions, monitoringv1.Reconciled); c == nil || c.Status != monitoringv1.ConditionTrue {
+			return false, fmt.Sprintf("Reconciled: %+v", c)
+		}
+		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "thanos-ruler-global"}, &appsv1.StatefulSet{}); err != nil {
+			return false, fmt.Sprintf("StatefulSet: %v", err)
+		}
+		var r monitoringv1.PrometheusRule
+		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(rule), &r); err != nil {
+			return false, err.Error()
+		}
+		for _, b := range r.Status.Bindings {
+			if b.Resource == monitoringv1.ThanosRulerName {
+				return true, ""
+			}
+		}
+		return false, "no thanosrulers binding on the rule"
+	})
+
+	// Deletion: the finalizers prune the cluster-scoped RBAC and let go.
+	for _, o := range []client.Object{prom, agent, ruler} {
+		if err := k8s.Delete(testCtx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range []client.Object{prom, agent, ruler} {
+		key, into := client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object)
+		eventually(t, fmt.Sprintf("the %T is finalized and gone", o), func() (bool, string) {
+			err := k8s.Get(testCtx, key, into)
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	}
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -70,15 +70,6 @@ func alertmanagerConfigOf(ns, name string) (string, error) {
 	return gunzip(s.Data["alertmanager.yaml.gz"])
 }
 
-func amCondition(am *monitoringv1.Alertmanager, t monitoringv1.ConditionType) *monitoringv1.Condition {
-	for i := range am.Status.Conditions {
-		if am.Status.Conditions[i].Type == t {
-			return &am.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // amBinding is the Accepted condition of Alertmanager ns/name on c, nil when none.
 func amBinding(c *monitoringv1alpha1.AlertmanagerConfig, ns, name string) *monitoringv1.ConfigResourceCondition {
 	for _, b := range c.Status.Bindings {
@@ -127,28 +118,16 @@ func TestAlertmanagerBecomesAStatefulSetAServiceAndAValidatedConfig(t *testing.T
 	eventually(t, "the StatefulSet exists", func() (bool, error) {
 		return k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "alertmanager-main"}, &sts) == nil, nil
 	})
-	wantSelector := map[string]string{
+	checkStatefulSet(t, &sts, map[string]string{
 		"app.kubernetes.io/name": "alertmanager", "app.kubernetes.io/managed-by": "prometheus-operator",
 		"app.kubernetes.io/instance": "main", "alertmanager": "main",
-	}
-	if !mapsEqual(sts.Spec.Selector.MatchLabels, wantSelector) {
-		t.Errorf("selector %v, want %v", sts.Spec.Selector.MatchLabels, wantSelector)
-	}
-	if sts.Spec.ServiceName != "alertmanager-operated" || *sts.Spec.Replicas != 2 || !isControlledBy(&sts, am) {
-		t.Errorf("serviceName %q replicas %d owners %v", sts.Spec.ServiceName, *sts.Spec.Replicas, sts.OwnerReferences)
-	}
-	args := sts.Spec.Template.Spec.Containers[0].Args
-	for _, want := range []string{
+	}, "alertmanager-operated", 2, am)
+	checkArgs(t, "alertmanager", sts.Spec.Template.Spec.Containers[0].Args,
 		"--data.retention=48h",
 		"--cluster.peer=alertmanager-main-0.alertmanager-operated:9094",
 		"--cluster.peer=alertmanager-main-1.alertmanager-operated:9094",
 		"--cluster.listen-address=[$(POD_IP)]:9094",
-		"--cluster.label=" + ns + "/main",
-	} {
-		if !slices.Contains(args, want) {
-			t.Errorf("alertmanager args lack %s: %v", want, args)
-		}
-	}
+		"--cluster.label="+ns+"/main")
 	var svc corev1.Service
 	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "alertmanager-operated"}, &svc); err != nil {
 		t.Fatal(err)
@@ -169,10 +148,10 @@ func TestAlertmanagerBecomesAStatefulSetAServiceAndAValidatedConfig(t *testing.T
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(am), am); err != nil {
 			return false, err
 		}
-		c := amCondition(am, monitoringv1.Reconciled)
+		c := conditionOf(am.Status.Conditions, monitoringv1.Reconciled)
 		return c != nil && c.Status == monitoringv1.ConditionTrue && c.ObservedGeneration == am.Generation && am.Status.Replicas == 2, nil
 	})
-	if c := amCondition(am, monitoringv1.Available); c == nil || c.Status != monitoringv1.ConditionFalse {
+	if c := conditionOf(am.Status.Conditions, monitoringv1.Available); c == nil || c.Status != monitoringv1.ConditionFalse {
 		t.Errorf("Available = %+v, want False (no kubelet runs the pods)", c)
 	}
 	eventually(t, "the AlertmanagerConfig is bound Accepted=True", func() (bool, error) {
@@ -276,7 +255,7 @@ func TestAnUnparsableBaseConfigStallsTheAlertmanagerAndKeepsTheLastGoodConfig(t 
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(am), am); err != nil {
 			return false, err
 		}
-		c := amCondition(am, monitoringv1.Reconciled)
+		c := conditionOf(am.Status.Conditions, monitoringv1.Reconciled)
 		return c != nil && c.Status == monitoringv1.ConditionFalse && strings.Contains(c.Message, "nobody"), nil
 	})
 	if cfg, err := alertmanagerConfigOf(ns, "main"); err != nil || cfg != good {
@@ -295,7 +274,7 @@ func TestAnUnparsableBaseConfigStallsTheAlertmanagerAndKeepsTheLastGoodConfig(t 
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(am), am); err != nil {
 			return false, err
 		}
-		c := amCondition(am, monitoringv1.Reconciled)
+		c := conditionOf(am.Status.Conditions, monitoringv1.Reconciled)
 		return c != nil && c.Status == monitoringv1.ConditionTrue, nil
 	})
 }
@@ -313,25 +292,16 @@ func TestAlertmanagerDriftIsRevertedAndAQuietReconcileWritesNothing(t *testing.T
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(am), am); err != nil {
 			return false, err
 		}
-		c := amCondition(am, monitoringv1.Reconciled)
+		c := conditionOf(am.Status.Conditions, monitoringv1.Reconciled)
 		return c != nil && c.Status == monitoringv1.ConditionTrue && am.Status.Replicas == 1 &&
 			sts.Status.ObservedGeneration == sts.Generation && sts.Status.Replicas == 1, nil
 	})
 
 	// Nothing to change: a label on the Alertmanager makes a reconcile that writes nothing.
-	before, beforeReconciles := writes.Load(), reconcilesOf(t, "alertmanager")
-	update(t, am, func(am *monitoringv1.Alertmanager) { am.Labels = map[string]string{"touched": "yes"} })
-	eventually(t, "a reconcile ran", func() (bool, error) { return reconcilesOf(t, "alertmanager") > beforeReconciles, nil })
-	if got := writesSince(before, ns); len(got) != 0 {
-		t.Errorf("a reconcile with nothing to change sent %d writes, want 0: %v", len(got), got)
-	}
+	checkQuietReconcile(t, "alertmanager", ns, am)
 
 	// Someone scales the StatefulSet and edits the generated config: both reverted.
-	patch := client.MergeFrom(sts.DeepCopy())
-	sts.Spec.Replicas = ptr.To[int32](3)
-	if err := k8s.Patch(testCtx, &sts, patch); err != nil {
-		t.Fatal(err)
-	}
+	scaleStatefulSet(t, &sts, 3)
 	var generated corev1.Secret
 	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "alertmanager-drift-generated"}, &generated); err != nil {
 		t.Fatal(err)

@@ -72,21 +72,7 @@ func TestRenderFromFilesIsByteIdenticalToWhatTheControllerWrote(t *testing.T) {
 		}
 		objs = append(objs, &s)
 	}
-	dir := t.TempDir()
-	var buf bytes.Buffer
-	for _, o := range objs {
-		gvks, _, _ := scheme.Scheme.ObjectKinds(o)
-		o.GetObjectKind().SetGroupVersionKind(gvks[0])
-		b, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf.WriteString("---\n")
-		buf.Write(b)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "export.yaml"), buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := exportObjects(t, objs)
 
 	// ... and renders them offline.
 	var out, errOut bytes.Buffer
@@ -150,6 +136,27 @@ func TestRenderFromFilesIsByteIdenticalToWhatTheControllerWrote(t *testing.T) {
 	if compared < 3 {
 		t.Errorf("compared %d Secrets/ConfigMaps, want config, web-config and rules", compared)
 	}
+}
+
+// exportObjects writes objs into a directory as `kubectl get -o yaml` would, for render -f.
+func exportObjects(t *testing.T, objs []client.Object) string {
+	t.Helper()
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	for _, o := range objs {
+		gvks, _, _ := scheme.Scheme.ObjectKinds(o)
+		o.GetObjectKind().SetGroupVersionKind(gvks[0])
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(b)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "export.yaml"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func metaItems(list client.ObjectList) ([]client.Object, error) {

@@ -57,8 +57,6 @@ const (
 	// The mesh port names of the existing operator's governing Service.
 	meshTCPPortName = "tcp-mesh"
 	meshUDPPortName = "udp-mesh"
-
-	maxStatefulSetNameLength = 52
 )
 
 // StatefulSetName is the name of the StatefulSet.
@@ -109,26 +107,12 @@ func SelectorLabels(name string) map[string]string {
 // Replicas is spec.replicas, 1 when unset.
 func Replicas(am *monitoringv1.Alertmanager) int32 { return workload.ValueOr(am.Spec.Replicas, 1) }
 
-func objectLabels(am *monitoringv1.Alertmanager) map[string]string {
-	return map[string]string{
-		labelAppName:      appName,
-		labelInstance:     am.Name,
-		labelManagedBy:    "lookout",
-		LabelAlertmanager: am.Name,
-	}
-}
-
 func ownerReference(am *monitoringv1.Alertmanager, controller bool) metav1.OwnerReference {
 	return workload.OwnerReference(monitoringv1.AlertmanagersKind, am.Name, am.UID, controller)
 }
 
 func ownedMeta(am *monitoringv1.Alertmanager, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:            name,
-		Namespace:       am.Namespace,
-		Labels:          objectLabels(am),
-		OwnerReferences: []metav1.OwnerReference{ownerReference(am, true)},
-	}
+	return workload.OwnedMeta(monitoringv1.AlertmanagersKind, appName, LabelAlertmanager, am, name)
 }
 
 // ConfigDir is where the generated Secret (config and template files) is mounted in the

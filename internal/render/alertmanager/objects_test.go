@@ -1,9 +1,7 @@
 package alertmanager
 
 import (
-	"bytes"
-	"flag"
-	"os"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -15,12 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
+	"github.com/lookout-operator/lookout/internal/render/golden"
 	"github.com/lookout-operator/lookout/internal/render/workload"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 type amOpt func(*monitoringv1.Alertmanager)
 
@@ -109,30 +105,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var buf bytes.Buffer
-			for i, o := range objs {
-				if i > 0 {
-					buf.WriteString("---\n")
-				}
-				b, err := yaml.Marshal(o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				buf.Write(b)
-			}
-			path := filepath.Join("testdata", tc.file)
-			if *update {
-				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(buf.Bytes(), want) {
-				t.Errorf("objects differ from %s (run with -update to accept):\n%s", path, buf.String())
-			}
+			golden.Objects(t, filepath.Join("testdata", tc.file), objs)
 		})
 	}
 }
@@ -207,20 +180,11 @@ func TestEveryAlertmanagerSpecFieldIsHonouredOrRefused(t *testing.T) {
 		"spec.portName":                     func(am *monitoringv1.Alertmanager) { am.Spec.PortName = "http" },
 		"spec.automountServiceAccountToken": func(am *monitoringv1.Alertmanager) { am.Spec.AutomountServiceAccountToken = ptr.To(false) },
 	}
-	typ := reflect.TypeFor[monitoringv1.AlertmanagerSpec]()
-	for i := range typ.NumField() {
-		name := typ.Field(i).Name
-		json := strings.Split(typ.Field(i).Tag.Get("json"), ",")[0]
-		_, isRefused := refused["spec."+json]
-		if !slices.Contains(honoured, name) && !isRefused {
-			t.Errorf("AlertmanagerSpec.%s (%s) is neither honoured nor refused: classify it", name, json)
-		}
+	for _, f := range workload.Unclassified(reflect.TypeFor[monitoringv1.AlertmanagerSpec](), honoured, slices.Collect(maps.Keys(refused))) {
+		t.Errorf("AlertmanagerSpec.%s is neither honoured nor refused: classify it", f)
 	}
 	for field, set := range refused {
-		am := newAlertmanager(set)
-		err := Validate(am)
-		se, ok := err.(*workload.SpecError)
-		if !ok || se.Reason != workload.ReasonUnsupportedField || !strings.Contains(se.Message, field) {
+		if err := Validate(newAlertmanager(set)); !workload.CheckRefusal(err, field) {
 			t.Errorf("%s: Validate = %v, want an UnsupportedField error naming the field", field, err)
 		}
 	}

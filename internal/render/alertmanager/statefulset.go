@@ -9,7 +9,6 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lookout-operator/lookout/internal/render/workload"
@@ -39,28 +38,9 @@ func statefulSet(am *monitoringv1.Alertmanager, opts Options) (*appsv1.StatefulS
 	if err != nil {
 		return nil, err
 	}
-	sts := &appsv1.StatefulSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: ownedMeta(am, StatefulSetName(am.Name)),
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:        workload.Ptr(Replicas(am)),
-			Selector:        &metav1.LabelSelector{MatchLabels: SelectorLabels(am.Name)},
-			ServiceName:     GoverningServiceName(am),
-			MinReadySeconds: workload.Value(am.Spec.MinReadySeconds),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels:      workload.PodLabels(am.Spec.PodMetadata, SelectorLabels(am.Name), map[string]string{LabelAlertmanager: am.Name}),
-					Annotations: workload.PodAnnotations(am.Spec.PodMetadata, containerAlertmanager),
-				},
-				Spec: spec,
-			},
-			PersistentVolumeClaimRetentionPolicy: am.Spec.PersistentVolumeClaimRetentionPolicy,
-		},
-	}
-	workload.ApplyStatefulSetPolicies(&sts.Spec, am.Spec.PodManagementPolicy, am.Spec.UpdateStrategy)
-	if pvc := workload.VolumeClaimTemplate(am.Spec.Storage, dataVolumeName(am)); pvc != nil {
-		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{*pvc}
-	}
+	sts := podFields(am).StatefulSet(ownedMeta(am, StatefulSetName(am.Name)), Replicas(am), SelectorLabels(am.Name),
+		map[string]string{LabelAlertmanager: am.Name}, GoverningServiceName(am), containerAlertmanager, dataVolumeName(am), spec)
+	sts.Spec.PersistentVolumeClaimRetentionPolicy = am.Spec.PersistentVolumeClaimRetentionPolicy
 	return sts, nil
 }
 
@@ -79,36 +59,14 @@ func ServiceAccountName(am *monitoringv1.Alertmanager) string {
 
 func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error) {
 	s := &am.Spec
-	containers, err := workload.MergeContainers("spec.containers",
-		[]corev1.Container{alertmanagerContainer(am), reloader(am, opts).Container(false)}, s.Containers)
+	spec, err := podFields(am).PodSpec(
+		[]corev1.Container{alertmanagerContainer(am), reloader(am, opts).Container(false)},
+		[]corev1.Container{reloader(am, opts).Container(true)},
+		volumes(am), ServiceAccountName(am), defaultTerminationGracePeriod)
 	if err != nil {
 		return corev1.PodSpec{}, err
 	}
-	initContainers, err := workload.MergeContainers("spec.initContainers",
-		[]corev1.Container{reloader(am, opts).Container(true)}, s.InitContainers)
-	if err != nil {
-		return corev1.PodSpec{}, err
-	}
-	spec := corev1.PodSpec{
-		InitContainers:                initContainers,
-		Containers:                    containers,
-		Volumes:                       volumes(am),
-		ServiceAccountName:            ServiceAccountName(am),
-		AutomountServiceAccountToken:  workload.Ptr(true),
-		SecurityContext:               workload.PodSecurityContext(s.SecurityContext),
-		TerminationGracePeriodSeconds: workload.Ptr(workload.ValueOr(s.TerminationGracePeriodSeconds, defaultTerminationGracePeriod)),
-		NodeSelector:                  s.NodeSelector,
-		Tolerations:                   s.Tolerations,
-		Affinity:                      s.Affinity,
-		TopologySpreadConstraints:     s.TopologySpreadConstraints,
-		PriorityClassName:             s.PriorityClassName,
-		SchedulerName:                 s.SchedulerName,
-		ImagePullSecrets:              s.ImagePullSecrets,
-		EnableServiceLinks:            s.EnableServiceLinks,
-		HostUsers:                     s.HostUsers,
-		HostAliases:                   workload.HostAliases(s.HostAliases),
-	}
-	spec.DNSPolicy, spec.DNSConfig = workload.DNS(s.DNSPolicy, s.DNSConfig)
+	spec.AutomountServiceAccountToken = workload.Ptr(true)
 	workload.HostNetwork(&spec, s.HostNetwork)
 	return spec, nil
 }

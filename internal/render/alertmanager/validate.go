@@ -6,7 +6,6 @@ import (
 	"github.com/alecthomas/units"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/lookout-operator/lookout/internal/render/workload"
@@ -18,20 +17,18 @@ import (
 func Validate(am *monitoringv1.Alertmanager) error {
 	return workload.FirstError(am,
 		validateNames,
-		validateCounts,
+		func(am *monitoringv1.Alertmanager) *workload.SpecError { return podFields(am).Check() },
+		validateLimits,
 		validateImage,
 		validateDurations,
-		func(am *monitoringv1.Alertmanager) *workload.SpecError {
-			return workload.CheckResources("spec.resources", am.Spec.Resources)
-		},
-		func(am *monitoringv1.Alertmanager) *workload.SpecError { return workload.CheckStorage(am.Spec.Storage) },
-		func(am *monitoringv1.Alertmanager) *workload.SpecError {
-			return workload.CheckPodMetadata(am.Spec.PodMetadata)
-		},
-		validatePodSpec,
 		validateFlags,
 		validateUnsupported,
 	)
+}
+
+// podFields are the Alertmanager's pod-level fields every workload kind has.
+func podFields(am *monitoringv1.Alertmanager) workload.PodFields {
+	return workload.PodFieldsOf(&am.Spec)
 }
 
 func imageSpec(am *monitoringv1.Alertmanager) workload.ImageSpec {
@@ -40,17 +37,8 @@ func imageSpec(am *monitoringv1.Alertmanager) workload.ImageSpec {
 }
 
 func validateNames(am *monitoringv1.Alertmanager) *workload.SpecError {
-	if errs := validation.IsDNS1123Label(am.Name); len(errs) > 0 {
-		return workload.Invalid("metadata.name", "%q cannot name the generated StatefulSet: %s", am.Name, strings.Join(errs, "; "))
-	}
-	if n := StatefulSetName(am.Name); len(n) > maxStatefulSetNameLength {
-		return workload.Invalid("metadata.name", "the StatefulSet name %q is %d characters long, more than the %d a StatefulSet can have (its pods' controller-revision-hash label is limited to 63); use a shorter name",
-			n, len(n), maxStatefulSetNameLength)
-	}
-	if am.Spec.ServiceName != nil && *am.Spec.ServiceName != "" {
-		if errs := validation.IsDNS1035Label(*am.Spec.ServiceName); len(errs) > 0 {
-			return workload.Invalid("spec.serviceName", "%q is not a valid Service name: %s", *am.Spec.ServiceName, strings.Join(errs, "; "))
-		}
+	if err := workload.CheckNames(am.Name, StatefulSetName(am.Name), am.Spec.ServiceName); err != nil {
+		return err
 	}
 	if n := am.Spec.ConfigSecret; n != "" {
 		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
@@ -60,18 +48,8 @@ func validateNames(am *monitoringv1.Alertmanager) *workload.SpecError {
 	return workload.CheckObjectNames(am.Spec.ServiceAccountName, am.Spec.Secrets, am.Spec.ConfigMaps)
 }
 
-func validateCounts(am *monitoringv1.Alertmanager) *workload.SpecError {
-	s := &am.Spec
-	if s.Replicas != nil && *s.Replicas < 0 {
-		return workload.Invalid("spec.replicas", "must not be negative, got %d", *s.Replicas)
-	}
-	if s.MinReadySeconds != nil && *s.MinReadySeconds < 0 {
-		return workload.Invalid("spec.minReadySeconds", "must not be negative, got %d", *s.MinReadySeconds)
-	}
-	if s.TerminationGracePeriodSeconds != nil && *s.TerminationGracePeriodSeconds < 0 {
-		return workload.Invalid("spec.terminationGracePeriodSeconds", "must not be negative, got %d", *s.TerminationGracePeriodSeconds)
-	}
-	if l := s.Limits; l != nil {
+func validateLimits(am *monitoringv1.Alertmanager) *workload.SpecError {
+	if l := am.Spec.Limits; l != nil {
 		if l.MaxSilences != nil && *l.MaxSilences < 0 {
 			return workload.Invalid("spec.limits.maxSilences", "must not be negative, got %d", *l.MaxSilences)
 		}
@@ -85,15 +63,7 @@ func validateCounts(am *monitoringv1.Alertmanager) *workload.SpecError {
 }
 
 func validateImage(am *monitoringv1.Alertmanager) *workload.SpecError {
-	if err := imageSpec(am).Check(); err != nil {
-		return err
-	}
-	switch am.Spec.ImagePullPolicy {
-	case "", corev1.PullAlways, corev1.PullNever, corev1.PullIfNotPresent:
-	default:
-		return workload.Invalid("spec.imagePullPolicy", "%q is not one of Always, Never, IfNotPresent", am.Spec.ImagePullPolicy)
-	}
-	return nil
+	return imageSpec(am).Check()
 }
 
 func validateDurations(am *monitoringv1.Alertmanager) *workload.SpecError {
@@ -107,23 +77,6 @@ func validateDurations(am *monitoringv1.Alertmanager) *workload.SpecError {
 		if err := workload.CheckGoDuration(field, string(v)); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func validatePodSpec(am *monitoringv1.Alertmanager) *workload.SpecError {
-	s := &am.Spec
-	if err := workload.CheckStatefulSetPolicies(s.PodManagementPolicy, s.UpdateStrategy); err != nil {
-		return err
-	}
-	if err := workload.CheckPodSecurityContext(s.SecurityContext); err != nil {
-		return err
-	}
-	if _, err := workload.MergeContainers("spec.containers", nil, s.Containers); err != nil {
-		return err
-	}
-	if _, err := workload.MergeContainers("spec.initContainers", nil, s.InitContainers); err != nil {
-		return err
 	}
 	return nil
 }

@@ -39,6 +39,8 @@ var honouredPrometheusFields = []string{
 	"Query", "EnableAdminAPI", "Rules", "AllowOverlappingBlocks", "ListenLocal", "Runtime",
 	// The pods, patched and extended by the user.
 	"Containers", "InitContainers", "Volumes", "VolumeMounts", "HostNetwork",
+	// The Thanos sidecar (thanos.go; its own fields in TestEveryThanosSpecFieldIsHonouredOrRefused).
+	"Thanos",
 	// The config: global section, jobs, rules, alerting, remote.
 	"ReplicaExternalLabelName", "PrometheusExternalLabelName", "ScrapeInterval", "ScrapeTimeout", "ScrapeProtocols",
 	"ExternalLabels", "EvaluationInterval", "RuleQueryOffset", "AdditionalScrapeConfigs", "ArbitraryFSAccessThroughSMs",
@@ -59,7 +61,6 @@ var honouredPrometheusFields = []string{
 // refusedPrometheusFields are refused by Validate: each sets a value Lookout does not
 // generate, keyed by the field path the refusal must name.
 var refusedPrometheusFields = map[string]func(*monitoringv1.PrometheusSpec){
-	"spec.thanos": func(s *monitoringv1.PrometheusSpec) { s.Thanos = &monitoringv1.ThanosSpec{} },
 	// The probes and the reloader have no client certificate.
 	"spec.web.tlsConfig.clientAuthType": func(s *monitoringv1.PrometheusSpec) {
 		s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{

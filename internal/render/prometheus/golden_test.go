@@ -145,6 +145,7 @@ func TestGolden(t *testing.T) {
 			})),
 			opts: newOptions(),
 		},
+		{file: "thanos-sidecar.yaml", p: newPrometheus(withSpec(withThanosSidecar)), opts: newOptions()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {

@@ -3,8 +3,6 @@ package prometheus
 import (
 	"github.com/lookout-operator/lookout/internal/render/workload"
 
-	"strconv"
-
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -36,7 +34,6 @@ const (
 	labelShard      = "operator.prometheus.io/shard"
 	labelPrometheus = "prometheus"
 
-	appName = "prometheus"
 	// selectorManagedBy is the managed-by value in pod selectors, kept from the existing
 	// operator so that migrated StatefulSets keep their selector.
 	selectorManagedBy = "prometheus-operator"
@@ -79,32 +76,27 @@ const (
 )
 
 // ConfigSecretName is the name of the Secret holding the gzipped prometheus.yaml.
-func ConfigSecretName(name string) string { return "prometheus-" + name }
+func ConfigSecretName(name string) string { return Server.ConfigSecretName(name) }
 
 // WebConfigSecretName is the name of the Secret holding the web config file.
-func WebConfigSecretName(name string) string { return "prometheus-" + name + "-web-config" }
+func WebConfigSecretName(name string) string { return Server.WebConfigSecretName(name) }
 
 // ServiceName is the name of the ClusterIP Service in front of all pods of a Prometheus.
-func ServiceName(name string) string { return "prometheus-" + name }
+func ServiceName(name string) string { return Server.ServiceName(name) }
 
 // StatefulSetName is the name of the StatefulSet running one shard.
-func StatefulSetName(name string, shard int32) string {
-	if shard == 0 {
-		return "prometheus-" + name
-	}
-	return "prometheus-" + name + "-shard-" + strconv.Itoa(int(shard))
-}
+func StatefulSetName(name string, shard int32) string { return Server.StatefulSetName(name, shard) }
 
 // VolumeClaimTemplateName is the name of the data volume (and of the PVC template, unless
 // spec.storage.volumeClaimTemplate.metadata.name overrides it).
-func VolumeClaimTemplateName(name string) string { return "prometheus-" + name + "-db" }
+func VolumeClaimTemplateName(name string) string { return Server.VolumeClaimTemplateName(name) }
 
 // GoverningServiceName is the headless Service named in the StatefulSets' serviceName.
 func GoverningServiceName(p *monitoringv1.Prometheus) string {
 	if p.Spec.ServiceName != nil && *p.Spec.ServiceName != "" {
 		return *p.Spec.ServiceName
 	}
-	return DefaultGoverningServiceName
+	return FlavourOf(p).GoverningService
 }
 
 // ServiceAccountName is the ServiceAccount the pods run as: spec.serviceAccountName, or
@@ -113,7 +105,7 @@ func ServiceAccountName(p *monitoringv1.Prometheus) string {
 	if p.Spec.ServiceAccountName != "" {
 		return p.Spec.ServiceAccountName
 	}
-	return "prometheus-" + p.Name
+	return FlavourOf(p).Prefix + "-" + p.Name
 }
 
 // RBACName is the name of every Role, RoleBinding, ClusterRole and ClusterRoleBinding
@@ -121,7 +113,7 @@ func ServiceAccountName(p *monitoringv1.Prometheus) string {
 // may not, so the name cannot collide with another Prometheus's (a '-' separator would
 // make ns "a-b"/name "c" and ns "a"/name "b-c" collide in a shared discovery namespace).
 func RBACName(p *monitoringv1.Prometheus) string {
-	return "lookout:prometheus:" + p.Namespace + ":" + p.Name
+	return "lookout:" + FlavourOf(p).rbacKind + ":" + p.Namespace + ":" + p.Name
 }
 
 // ShardCount is the number of StatefulSets: spec.shards, at least 1.
@@ -134,21 +126,11 @@ func ShardCount(p *monitoringv1.Prometheus) int32 {
 
 // PodLabels are the labels every pod of the Prometheus carries, whatever its shard; they
 // select the pods of all shards (the ClusterIP Service, status.selector).
-func PodLabels(name string) map[string]string {
-	return map[string]string{
-		labelAppName:    appName,
-		labelManagedBy:  selectorManagedBy,
-		labelInstance:   name,
-		labelOpName:     name,
-		labelPrometheus: name,
-	}
-}
+func PodLabels(name string) map[string]string { return Server.PodLabels(name) }
 
 // SelectorLabels are the StatefulSet selector of one shard: PodLabels plus the shard.
 func SelectorLabels(name string, shard int32) map[string]string {
-	l := PodLabels(name)
-	l[labelShard] = strconv.Itoa(int(shard))
-	return l
+	return Server.SelectorLabels(name, shard)
 }
 
 // Shared reports whether obj is co-owned by several Prometheus objects. Apply must send
@@ -169,16 +151,16 @@ func operatorName(opts Options) string {
 // objectLabels are the labels of every generated object but the shared governing Service.
 func objectLabels(p *monitoringv1.Prometheus, opts Options) map[string]string {
 	return map[string]string{
-		labelAppName:             appName,
+		labelAppName:             FlavourOf(p).AppName,
 		labelInstance:            p.Name,
 		labelManagedBy:           operatorName(opts),
-		LabelPrometheus:          p.Name,
+		FlavourOf(p).OwnerLabel:  p.Name,
 		LabelPrometheusNamespace: p.Namespace,
 	}
 }
 
 func ownerReference(p *monitoringv1.Prometheus, controller bool) metav1.OwnerReference {
-	return workload.OwnerReference(monitoringv1.PrometheusesKind, p.Name, p.UID, controller)
+	return FlavourOf(p).ownerReference(p.Name, p.UID, controller)
 }
 
 // ownedMeta is the metadata of a namespaced object in the Prometheus's namespace.

@@ -25,16 +25,14 @@ const ConfigPiecesGlob = configOutDir + "/scrape-*.yaml"
 const configPiecesDir = "/etc/prometheus/scrape"
 
 // ConfigPieceSecretName is the Secret of piece i.
-func ConfigPieceSecretName(name string, i int) string {
-	return "prometheus-" + name + "-scrape-" + strconv.Itoa(i)
-}
+func ConfigPieceSecretName(name string, i int) string { return Server.ConfigPieceSecretName(name, i) }
 
 func configPieceSecrets(p *monitoringv1.Prometheus, opts Options) []*corev1.Secret {
 	out := make([]*corev1.Secret, 0, len(opts.ConfigPieces))
 	for i, gz := range opts.ConfigPieces {
 		out = append(out, &corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: ownedMeta(p, opts, ConfigPieceSecretName(p.Name, i)),
+			ObjectMeta: ownedMeta(p, opts, FlavourOf(p).ConfigPieceSecretName(p.Name, i)),
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{ConfigPieceKey: gz},
 		})
@@ -48,7 +46,7 @@ func configPieceVolumes(p *monitoringv1.Prometheus) []corev1.Volume {
 	vols := make([]corev1.Volume, 0, ConfigPieceSlots)
 	for i := range ConfigPieceSlots {
 		vols = append(vols, corev1.Volume{Name: configPieceVolumeName(i), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: ConfigPieceSecretName(p.Name, i),
+			SecretName: FlavourOf(p).ConfigPieceSecretName(p.Name, i),
 			Optional:   ptrTo(true),
 		}}})
 	}
@@ -70,7 +68,7 @@ func configPieceArgs(p *monitoringv1.Prometheus) []string {
 	for i := range ConfigPieceSlots {
 		args = append(args, "--config-piece="+path.Join(configPiecesDir, strconv.Itoa(i), ConfigPieceKey)+
 			"="+path.Join(configOutDir, "scrape-"+strconv.Itoa(i)+".yaml")+
-			"="+p.Namespace+"/"+ConfigPieceSecretName(p.Name, i))
+			"="+p.Namespace+"/"+FlavourOf(p).ConfigPieceSecretName(p.Name, i))
 	}
 	return args
 }
@@ -78,7 +76,7 @@ func configPieceArgs(p *monitoringv1.Prometheus) []string {
 func configPieceSecretNames(p *monitoringv1.Prometheus) []string {
 	names := make([]string, 0, ConfigPieceSlots)
 	for i := range ConfigPieceSlots {
-		names = append(names, ConfigPieceSecretName(p.Name, i))
+		names = append(names, FlavourOf(p).ConfigPieceSecretName(p.Name, i))
 	}
 	return names
 }

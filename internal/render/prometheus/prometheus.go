@@ -45,6 +45,10 @@ type Options struct {
 	// (default "lookout"). Pod selectors keep "prometheus-operator" whatever it is, so
 	// that StatefulSets migrated from the existing operator keep their selector.
 	OperatorName string
+	// DaemonSet runs one pod per node in a DaemonSet instead of StatefulSets (a
+	// PrometheusAgent's spec.mode DaemonSet); the reloader gets the node's name as
+	// $(NODE_NAME) for the config.
+	DaemonSet bool
 	// RBAC, when given, hands back the RBAC objects of the previous render
 	// when nothing they are made from changed (see RBACCache).
 	RBAC *RBACCache
@@ -104,12 +108,20 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error
 	if p.Annotations[AnnotationService] == "true" {
 		out = append(out, service(p, opts))
 	}
-	for shard := range ShardCount(p) {
-		sts, err := statefulSet(p, opts, shard)
+	if opts.DaemonSet {
+		ds, err := daemonSet(p, opts)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, sts)
+		out = append(out, ds)
+	} else {
+		for shard := range ShardCount(p) {
+			sts, err := statefulSet(p, opts, shard)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sts)
+		}
 	}
 
 	// The builders reuse slices and maps of p and opts; copy so that callers may change

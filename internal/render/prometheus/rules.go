@@ -6,6 +6,9 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 // RuleConfigMapSlots is how many rule ConfigMap names every pod mounts, each as an
@@ -34,46 +37,36 @@ func RuleFilesGlobs(name string) []string {
 	return out
 }
 
-func ruleVolumeName(i int) string { return "rules-" + strconv.Itoa(i) }
+// ruleFiles are the rule ConfigMap slots of p's pods.
+func ruleFiles(p *monitoringv1.Prometheus) workload.RuleFiles {
+	return workload.RuleFiles{Name: func(i int) string { return RuleConfigMapName(p.Name, i) }, Dir: RulesDir, Slots: RuleConfigMapSlots}
+}
 
 func ruleConfigMaps(p *monitoringv1.Prometheus, opts Options) []*corev1.ConfigMap {
-	out := make([]*corev1.ConfigMap, 0, len(opts.RuleConfigMaps))
-	for i, data := range opts.RuleConfigMaps {
-		meta := ownedMeta(p, opts, RuleConfigMapName(p.Name, i))
+	return ruleFiles(p).ConfigMaps(opts.RuleConfigMaps, func(name string) metav1.ObjectMeta {
+		meta := ownedMeta(p, opts, name)
 		meta.Labels[LabelRuleConfigMapOwner] = p.Name
-		cm := &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{}}
-		cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-		for k, v := range data {
-			cm.Data[k] = v
-		}
-		out = append(out, cm)
-	}
-	return out
+		return meta
+	})
 }
 
 func ruleVolumes(p *monitoringv1.Prometheus) []corev1.Volume {
-	vols := make([]corev1.Volume, 0, RuleConfigMapSlots)
-	for i := range RuleConfigMapSlots {
-		vols = append(vols, corev1.Volume{Name: ruleVolumeName(i), VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: RuleConfigMapName(p.Name, i)},
-			Optional:             ptrTo(true),
-		}}})
+	if FlavourOf(p).Agent {
+		return nil // an agent evaluates no rules
 	}
-	return vols
+	return ruleFiles(p).Volumes()
 }
 
 func ruleMounts(p *monitoringv1.Prometheus) []corev1.VolumeMount {
-	mounts := make([]corev1.VolumeMount, 0, RuleConfigMapSlots)
-	for i := range RuleConfigMapSlots {
-		mounts = append(mounts, corev1.VolumeMount{Name: ruleVolumeName(i), MountPath: path.Join(RulesDir, RuleConfigMapName(p.Name, i)), ReadOnly: true})
+	if FlavourOf(p).Agent {
+		return nil
 	}
-	return mounts
+	return ruleFiles(p).Mounts()
 }
 
 func ruleWatchArgs(p *monitoringv1.Prometheus) []string {
-	args := make([]string, 0, RuleConfigMapSlots)
-	for _, m := range ruleMounts(p) {
-		args = append(args, "--watched-dir="+m.MountPath)
+	if FlavourOf(p).Agent {
+		return nil
 	}
-	return args
+	return ruleFiles(p).WatchArgs()
 }

@@ -10,7 +10,7 @@ import (
 func configSecret(p *monitoringv1.Prometheus, opts Options) *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: ownedMeta(p, opts, ConfigSecretName(p.Name)),
+		ObjectMeta: ownedMeta(p, opts, FlavourOf(p).ConfigSecretName(p.Name)),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{ConfigSecretKey: opts.ConfigGzip},
 	}
@@ -27,7 +27,7 @@ func webConfigSecret(p *monitoringv1.Prometheus, opts Options) (*corev1.Secret, 
 	}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: ownedMeta(p, opts, WebConfigSecretName(p.Name)),
+		ObjectMeta: ownedMeta(p, opts, FlavourOf(p).WebConfigSecretName(p.Name)),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{WebConfigSecretKey: data},
 	}, nil

@@ -28,16 +28,16 @@ func governingService(p *monitoringv1.Prometheus, opts Options) *corev1.Service 
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Ports: []corev1.ServicePort{{
+			Ports: append([]corev1.ServicePort{{
 				Name:       webPortName,
 				Port:       webPort,
 				TargetPort: intstr.FromString(webPortName),
 				Protocol:   corev1.ProtocolTCP,
-			}},
+			}}, thanosServicePorts(p)...),
 			// Every Prometheus pod of the namespace, ours or the existing operator's during a
 			// migration, and not a Prometheus someone runs with a Helm chart.
 			Selector: map[string]string{
-				labelAppName:   appName,
+				labelAppName:   FlavourOf(p).AppName,
 				labelManagedBy: selectorManagedBy,
 			},
 		},
@@ -48,14 +48,14 @@ func governingService(p *monitoringv1.Prometheus, opts Options) *corev1.Service 
 func service(p *monitoringv1.Prometheus, opts Options) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: ownedMeta(p, opts, ServiceName(p.Name)),
+		ObjectMeta: ownedMeta(p, opts, FlavourOf(p).ServiceName(p.Name)),
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeClusterIP,
 			Ports: []corev1.ServicePort{
 				{Name: webPortName, Port: webPort, TargetPort: intstr.FromString(webPortName), Protocol: corev1.ProtocolTCP},
 				{Name: reloaderPortName, Port: reloaderPort, TargetPort: intstr.FromString(reloaderPortName), Protocol: corev1.ProtocolTCP},
 			},
-			Selector: PodLabels(p.Name),
+			Selector: FlavourOf(p).PodLabels(p.Name),
 			// Replicas scrape at slightly different times; sticking a client to one replica
 			// keeps its graphs from jittering between them.
 			SessionAffinity: corev1.ServiceAffinityClientIP,

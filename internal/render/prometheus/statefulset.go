@@ -45,8 +45,8 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) (*appsv1
 	if err != nil {
 		return nil, err
 	}
-	name := StatefulSetName(p.Name, shard)
-	selector := SelectorLabels(p.Name, shard)
+	name := FlavourOf(p).StatefulSetName(p.Name, shard)
+	selector := FlavourOf(p).SelectorLabels(p.Name, shard)
 
 	meta := ownedMeta(p, opts, name)
 	// The StatefulSet tells which shard it runs and who manages it (Lookout); only the pod
@@ -84,7 +84,7 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) (*appsv1
 // podTemplateLabels: spec.podMetadata.labels, which never override the selector labels,
 // and Lookout's label.
 func podTemplateLabels(p *monitoringv1.Prometheus, shard int32) map[string]string {
-	return workload.PodLabels(p.Spec.PodMetadata, SelectorLabels(p.Name, shard), map[string]string{LabelPrometheus: p.Name})
+	return workload.PodLabels(p.Spec.PodMetadata, FlavourOf(p).SelectorLabels(p.Name, shard), map[string]string{FlavourOf(p).OwnerLabel: p.Name})
 }
 
 func podMetadataName(p *monitoringv1.Prometheus) string {
@@ -101,7 +101,7 @@ func podTemplateAnnotations(p *monitoringv1.Prometheus) map[string]string {
 // dataVolumeName is the name of the volume mounted at /prometheus: the PVC template's name
 // when one is given, prometheus-<name>-db otherwise.
 func dataVolumeName(p *monitoringv1.Prometheus) string {
-	return workload.DataVolumeName(p.Spec.Storage, VolumeClaimTemplateName(p.Name))
+	return workload.DataVolumeName(p.Spec.Storage, FlavourOf(p).VolumeClaimTemplateName(p.Name))
 }
 
 // podSpec is the pod of one shard; spec.containers and spec.initContainers patch the
@@ -109,7 +109,7 @@ func dataVolumeName(p *monitoringv1.Prometheus) string {
 func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) (corev1.PodSpec, error) {
 	s := &p.Spec
 	containers, err := workload.MergeContainers("spec.containers",
-		[]corev1.Container{prometheusContainer(p), reloaderContainer(p, opts, shard, false)}, s.Containers)
+		append([]corev1.Container{prometheusContainer(p), reloaderContainer(p, opts, shard, false)}, thanosSidecar(p)...), s.Containers)
 	if err != nil {
 		return corev1.PodSpec{}, err
 	}
@@ -150,9 +150,9 @@ func topologySpreadConstraints(p *monitoringv1.Prometheus, shard int32) []corev1
 	for _, c := range p.Spec.TopologySpreadConstraints {
 		tsc := corev1.TopologySpreadConstraint(*c.CoreV1TopologySpreadConstraint.DeepCopy())
 		if a := c.AdditionalLabelSelectors; a != nil {
-			add := PodLabels(p.Name)
+			add := FlavourOf(p).PodLabels(p.Name)
 			if *a == monitoringv1.ShardAndResourceNameLabelSelector {
-				add = SelectorLabels(p.Name, shard)
+				add = FlavourOf(p).SelectorLabels(p.Name, shard)
 			}
 			if tsc.LabelSelector == nil {
 				tsc.LabelSelector = &metav1.LabelSelector{}
@@ -165,7 +165,7 @@ func topologySpreadConstraints(p *monitoringv1.Prometheus, shard int32) []corev1
 }
 
 func volumes(p *monitoringv1.Prometheus) []corev1.Volume {
-	vols := workload.ConfigVolumes(volConfig, ConfigSecretName(p.Name), WebConfigSecretName(p.Name), dataVolumeName(p), p.Spec.Storage)
+	vols := workload.ConfigVolumes(volConfig, FlavourOf(p).ConfigSecretName(p.Name), FlavourOf(p).WebConfigSecretName(p.Name), dataVolumeName(p), p.Spec.Storage)
 	vols = append(vols, workload.UserVolumes(p.Spec.Secrets, p.Spec.ConfigMaps)...)
 	vols = append(vols, ruleVolumes(p)...)
 	vols = append(vols, configPieceVolumes(p)...)
@@ -284,20 +284,7 @@ func prometheusArgs(p *monitoringv1.Prometheus) []string {
 // follow the fixed ones in a fixed order.
 func generatedArgs(p *monitoringv1.Prometheus) []string {
 	s := &p.Spec
-	args := []string{
-		"--config.file=" + configEnvsubstOut,
-		"--storage.tsdb.path=" + storageDir,
-	}
-	// The API's default: 24h only when no retention of any kind is given.
-	switch {
-	case s.Retention != "":
-		args = append(args, "--storage.tsdb.retention.time="+string(s.Retention))
-	case s.RetentionSize == "":
-		args = append(args, "--storage.tsdb.retention.time="+defaultRetention)
-	}
-	if s.RetentionSize != "" {
-		args = append(args, "--storage.tsdb.retention.size="+string(s.RetentionSize))
-	}
+	args := append([]string{"--config.file=" + configEnvsubstOut}, storageArgs(p)...)
 	args = append(args,
 		"--web.enable-lifecycle",
 		"--web.config.file="+webConfigDir+"/"+WebConfigSecretKey,
@@ -350,10 +337,14 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 		args = append(args, "--enable-feature="+strings.Join(workload.Uniq(features), ","))
 	}
 	if s.WALCompression != nil {
+		flag := "storage.tsdb.wal-compression"
+		if FlavourOf(p).Agent {
+			flag = "storage.agent.wal-compression"
+		}
 		if *s.WALCompression {
-			args = append(args, "--storage.tsdb.wal-compression")
+			args = append(args, "--"+flag)
 		} else {
-			args = append(args, "--no-storage.tsdb.wal-compression")
+			args = append(args, "--no-"+flag)
 		}
 	}
 	// Prometheus allows overlapping blocks from v2.39 on and dropped the flag in v3; before
@@ -363,10 +354,9 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 			args = append(args, "--storage.tsdb.allow-overlapping-blocks")
 		}
 	}
-	if s.DisableCompaction {
-		// Equal minimum and maximum block durations: head blocks are never merged.
-		args = append(args, "--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h")
-	}
+	// Equal minimum and maximum block durations with spec.disableCompaction or a Thanos
+	// sidecar that uploads: head blocks are never merged.
+	args = append(args, thanosPrometheusArgs(p)...)
 	if q := s.Query; q != nil {
 		if q.LookbackDelta != nil {
 			args = append(args, "--query.lookback-delta="+*q.LookbackDelta)
@@ -389,6 +379,27 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 		if f.value != "" {
 			args = append(args, "--"+f.flag+"="+f.value)
 		}
+	}
+	return args
+}
+
+// storageArgs are a server's TSDB flags, or an agent's: agent mode (a flag since
+// Prometheus v3) and its WAL in the data volume.
+func storageArgs(p *monitoringv1.Prometheus) []string {
+	if FlavourOf(p).Agent {
+		return []string{"--agent", "--storage.agent.path=" + storageDir}
+	}
+	s := &p.Spec
+	args := []string{"--storage.tsdb.path=" + storageDir}
+	// The API's default: 24h only when no retention of any kind is given.
+	switch {
+	case s.Retention != "":
+		args = append(args, "--storage.tsdb.retention.time="+string(s.Retention))
+	case s.RetentionSize == "":
+		args = append(args, "--storage.tsdb.retention.time="+defaultRetention)
+	}
+	if s.RetentionSize != "" {
+		args = append(args, "--storage.tsdb.retention.size="+string(s.RetentionSize))
 	}
 	return args
 }
@@ -417,10 +428,10 @@ func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, in
 		ConfigFile:   configDir + "/" + ConfigSecretKey,
 		OutputFile:   configEnvsubstOut,
 		ReloadURL:    strings.ToLower(string(webScheme(p))) + "://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), "/-/reload"),
-		ConfigSecret: p.Namespace + "/" + ConfigSecretName(p.Name),
+		ConfigSecret: p.Namespace + "/" + FlavourOf(p).ConfigSecretName(p.Name),
 		Args:         reloaderArgs(p),
 		SidecarArgs:  ruleWatchArgs(p),
-		Env:          []corev1.EnvVar{{Name: "SHARD", Value: strconv.Itoa(int(shard))}},
+		Env:          reloaderEnv(opts, shard),
 		Mounts: append([]corev1.VolumeMount{
 			{Name: volConfig, MountPath: configDir, ReadOnly: true},
 			{Name: volConfigOut, MountPath: configOutDir},

@@ -45,6 +45,7 @@ func Validate(p *monitoringv1.Prometheus) error {
 		validateFlags,
 		validateLogFiles,
 		validateUnsupported,
+		validateThanos,
 	}
 	for _, check := range checks {
 		// Return the *SpecError only when set: a nil *SpecError in an error is not nil.
@@ -59,7 +60,7 @@ func validateNames(p *monitoringv1.Prometheus) *SpecError {
 	if errs := validation.IsDNS1123Label(p.Name); len(errs) > 0 {
 		return invalid("metadata.name", "%q cannot name the generated Services and StatefulSets: %s", p.Name, strings.Join(errs, "; "))
 	}
-	if longest := StatefulSetName(p.Name, ShardCount(p)-1); len(longest) > maxStatefulSetNameLength {
+	if longest := FlavourOf(p).StatefulSetName(p.Name, ShardCount(p)-1); len(longest) > maxStatefulSetNameLength {
 		return invalid("metadata.name", "the StatefulSet name %q is %d characters long, more than the %d a StatefulSet can have (its pods' controller-revision-hash label is limited to 63); use a shorter name",
 			longest, len(longest), maxStatefulSetNameLength)
 	}
@@ -251,8 +252,6 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	s := &p.Spec
 	switch {
-	case s.Thanos != nil:
-		return unsupported("spec.thanos", "the Thanos sidecar is not generated; remove the field")
 	case s.PortName != "" && s.PortName != webPortName:
 		return unsupported("spec.portName", "the web port is always named \"web\"")
 	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:

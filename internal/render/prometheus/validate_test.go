@@ -95,7 +95,13 @@ func TestValidateRejects(t *testing.T) {
 			"spec.queryLogFile", ReasonInvalidSpec, []string{"read-only root filesystem", "spec.volumeMounts"}},
 		{"rejects a scrape failure log file path that is not clean", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.ScrapeFailureLogFile = ptrTo("logs/../x.log") })),
 			"spec.scrapeFailureLogFile", ReasonInvalidSpec, []string{"absolute, clean"}},
-		{"reports the Thanos sidecar as unsupported", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.Thanos = &monitoringv1.ThanosSpec{} })), "spec.thanos", ReasonUnsupportedField, []string{"Thanos"}},
+		{"reports the Thanos sidecar's TLS material from a Secret as unsupported", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.Thanos = &monitoringv1.ThanosSpec{GRPCServerTLSConfig: &monitoringv1.GRPCServerTLSConfig{TLSConfig: monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{
+				KeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}, Key: "tls.key"}}}}}
+		})), "spec.thanos.grpcServerTlsConfig.keySecret", ReasonUnsupportedField, []string{"Secrets"}},
+		{"refuses a Thanos sidecar minTime that is neither a time nor a duration", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.Thanos = &monitoringv1.ThanosSpec{MinTime: "yesterday"}
+		})), "spec.thanos.minTime", ReasonInvalidSpec, []string{"RFC3339"}},
 		{
 			"rejects web TLS without a key",
 			newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {

@@ -433,7 +433,7 @@ func TestGenerateRefusesAnInvalidPrometheus(t *testing.T) {
 		p    *monitoringv1.Prometheus
 		want string
 	}{
-		{name: "refuses a nil Prometheus", want: "render rule files: no Prometheus given"},
+		{name: "refuses a nil Prometheus", want: "render rule files: no Prometheus or ThanosRuler given"},
 		{
 			name: "refuses an enforcedNamespaceLabel that is not UTF-8",
 			p:    newPrometheus(withEnforcedNamespaceLabel("\xff")),

@@ -19,7 +19,7 @@ import (
 )
 
 // The rule file as Prometheus reads it. Only fields Prometheus knows: it refuses unknown ones,
-// so Thanos's partial_response_strategy is never written.
+// so Thanos's partial_response_strategy is written only in the Thanos Ruler dialect.
 type fileDocument struct {
 	Groups []*groupDocument `yaml:"groups"`
 }
@@ -30,7 +30,9 @@ type groupDocument struct {
 	QueryOffset string            `yaml:"query_offset,omitempty"`
 	Limit       *int              `yaml:"limit,omitempty"`
 	Labels      map[string]string `yaml:"labels,omitempty"`
-	Rules       []*ruleDocument   `yaml:"rules"`
+	// PartialResponseStrategy is Thanos Ruler's only addition to the format.
+	PartialResponseStrategy string          `yaml:"partial_response_strategy,omitempty"`
+	Rules                   []*ruleDocument `yaml:"rules"`
 }
 
 type ruleDocument struct {
@@ -54,6 +56,30 @@ type renderer struct {
 	enforcedLabel string
 	excluded      []monitoringv1.ObjectReference
 	excludedRules []monitoringv1.PrometheusRuleExcludeConfig
+	// thanos: the files are for a Thanos Ruler, which also reads partial_response_strategy.
+	thanos bool
+}
+
+// settings are the workload-level choices that shape the rule files, whatever the kind.
+type settings struct {
+	enforcedLabel  string
+	excluded       []monitoringv1.ObjectReference
+	excludedRules  []monitoringv1.PrometheusRuleExcludeConfig
+	nameScheme     *monitoringv1.NameValidationSchemeOptions
+	enableFeatures []monitoringv1.EnableFeature
+	thanos         bool
+}
+
+func prometheusSettings(p *monitoringv1.Prometheus) settings {
+	return settings{enforcedLabel: p.Spec.EnforcedNamespaceLabel, excluded: p.Spec.ExcludedFromEnforcement,
+		excludedRules: p.Spec.PrometheusRulesExcludedFromEnforce, nameScheme: p.Spec.NameValidationScheme, enableFeatures: p.Spec.EnableFeatures}
+}
+
+// thanosRulerSettings: Thanos Ruler evaluates with Prometheus's PromQL engine and its own
+// feature flags, which do not change the parser, so only enforcement carries over.
+func thanosRulerSettings(tr *monitoringv1.ThanosRuler) settings {
+	return settings{enforcedLabel: tr.Spec.EnforcedNamespaceLabel, excluded: tr.Spec.ExcludedFromEnforcement,
+		excludedRules: tr.Spec.PrometheusRulesExcludedFromEnforce, thanos: true}
 }
 
 // Feature flags (spec.enableFeatures) that change what the PromQL parser accepts.
@@ -64,26 +90,30 @@ const (
 )
 
 func newRenderer(p *monitoringv1.Prometheus) (*renderer, error) {
-	spec := &p.Spec
+	return newRendererWith(prometheusSettings(p))
+}
+
+func newRendererWith(spec settings) (*renderer, error) {
 	r := &renderer{
 		nameScheme:    model.UTF8Validation,
-		enforcedLabel: spec.EnforcedNamespaceLabel,
-		excluded:      spec.ExcludedFromEnforcement,
-		excludedRules: spec.PrometheusRulesExcludedFromEnforce,
+		enforcedLabel: spec.enforcedLabel,
+		excluded:      spec.excluded,
+		excludedRules: spec.excludedRules,
+		thanos:        spec.thanos,
 	}
-	if spec.NameValidationScheme != nil {
-		switch *spec.NameValidationScheme {
+	if spec.nameScheme != nil {
+		switch *spec.nameScheme {
 		case monitoringv1.LegacyNameValidationScheme:
 			r.nameScheme = model.LegacyValidation
 		case monitoringv1.UTF8NameValidationScheme:
 			r.nameScheme = model.UTF8Validation
 		default:
-			return nil, fmt.Errorf("spec.nameValidationScheme: unknown value %q", *spec.NameValidationScheme)
+			return nil, fmt.Errorf("spec.nameValidationScheme: unknown value %q", *spec.nameScheme)
 		}
 	}
 	// Duration expressions are always on in the Prometheus server; the rest follow its flags.
 	opts := parser.Options{ExperimentalDurationExpr: true}
-	for _, f := range spec.EnableFeatures {
+	for _, f := range spec.enableFeatures {
 		switch string(f) {
 		case featureExperimentalFunctions:
 			opts.EnableExperimentalFunctions = true
@@ -169,6 +199,14 @@ func (r *renderer) renderFile(pr *monitoringv1.PrometheusRule) ([]byte, *rejecti
 			groupProblem(ReasonInvalidDuration, "interval: %v", err)
 		} else {
 			gd.Interval = s
+		}
+		if r.thanos && g.PartialResponseStrategy != "" {
+			switch strings.ToLower(g.PartialResponseStrategy) {
+			case "warn", "abort":
+				gd.PartialResponseStrategy = g.PartialResponseStrategy
+			default:
+				groupProblem(ReasonInvalidRules, "partial_response_strategy: %q is not one of warn, abort", g.PartialResponseStrategy)
+			}
 		}
 		if s, err := duration(g.QueryOffset); err != nil {
 			groupProblem(ReasonInvalidDuration, "query_offset: %v", err)
@@ -268,6 +306,20 @@ func (r *renderer) renderRule(pr *monitoringv1.PrometheusRule, enforce bool, gi,
 // check parses a rendered file the way the Prometheus server loads rule files and turns what
 // it refuses into problems that name the group and the rule.
 func (r *renderer) check(out []byte, doc *fileDocument) []problem {
+	if r.thanos {
+		// Thanos Ruler takes partial_response_strategy out of each group and hands the rest
+		// to Prometheus's parser: check what that parser sees.
+		plain := &fileDocument{Groups: make([]*groupDocument, len(doc.Groups))}
+		for i, g := range doc.Groups {
+			c := *g
+			c.PartialResponseStrategy = ""
+			plain.Groups[i] = &c
+		}
+		var err error
+		if out, err = marshal(plain); err != nil {
+			return []problem{{group: len(doc.Groups), reason: ReasonInvalidRules, message: fmt.Sprintf("cannot write the rule file: %v", err)}}
+		}
+	}
 	_, errs := rulefmt.Parse(out, false, r.nameScheme, r.parser, discardLogger)
 	if len(errs) == 0 {
 		return nil

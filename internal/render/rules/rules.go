@@ -15,10 +15,13 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 )
 
-// Input is what the generator needs for one Prometheus.
+// Input is what the generator needs for one Prometheus, or for one ThanosRuler.
 type Input struct {
 	Prometheus *monitoringv1.Prometheus
-	Rules      []*monitoringv1.PrometheusRule // already selected by the caller; any order
+	// ThanosRuler, set instead of Prometheus, renders the files in Thanos Ruler's dialect: a
+	// group's partial_response_strategy is written (Prometheus refuses it).
+	ThanosRuler *monitoringv1.ThanosRuler
+	Rules       []*monitoringv1.PrometheusRule // already selected by the caller; any order
 }
 
 // Verdict says whether one PrometheusRule made it into a rule ConfigMap.
@@ -82,13 +85,21 @@ func FileName(r *monitoringv1.PrometheusRule) string {
 // (nameValidationScheme, enforcedNamespaceLabel); a bad PrometheusRule is rejected on its own
 // through its Verdict and the rest still ship.
 func Generate(in Input) (*Result, error) {
-	if in.Prometheus == nil {
-		return nil, errors.New("render rule files: no Prometheus given")
+	var (
+		owner string
+		spec  settings
+	)
+	switch {
+	case in.Prometheus != nil:
+		owner, spec = "Prometheus "+in.Prometheus.Namespace+"/"+in.Prometheus.Name, prometheusSettings(in.Prometheus)
+	case in.ThanosRuler != nil:
+		owner, spec = "ThanosRuler "+in.ThanosRuler.Namespace+"/"+in.ThanosRuler.Name, thanosRulerSettings(in.ThanosRuler)
+	default:
+		return nil, errors.New("render rule files: no Prometheus or ThanosRuler given")
 	}
-	key := in.Prometheus.Namespace + "/" + in.Prometheus.Name
-	r, err := newRenderer(in.Prometheus)
+	r, err := newRendererWith(spec)
 	if err != nil {
-		return nil, fmt.Errorf("render rule files for Prometheus %s: %w", key, err)
+		return nil, fmt.Errorf("render rule files for %s: %w", owner, err)
 	}
 	return r.generate(in.Rules), nil
 }

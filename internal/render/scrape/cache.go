@@ -130,6 +130,9 @@ func generatorKey(g *generator) ([sha256.Size]byte, bool) {
 	h.Write(g.globalYAML)
 	h.Write([]byte{0})
 	h.Write(g.apiServerYAML)
+	if g.nodeLocal {
+		h.Write([]byte("\x00node-local"))
+	}
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out, true

@@ -105,6 +105,7 @@ type generator struct {
 	apiServerYAML []byte
 	shards        uint64
 	nameScheme    model.ValidationScheme
+	nodeLocal     bool
 
 	classes      map[string]*monitoringv1.ScrapeClass
 	defaultClass *monitoringv1.ScrapeClass
@@ -123,6 +124,7 @@ func newGenerator(in Input) (*generator, error) {
 		secrets:    in.Secrets,
 		configMaps: in.ConfigMaps,
 		nameScheme: model.UTF8Validation,
+		nodeLocal:  in.NodeLocal,
 		shards:     1,
 		role:       roleEndpoints,
 		classes:    map[string]*monitoringv1.ScrapeClass{},

@@ -36,6 +36,9 @@ func (g *generator) podMonitorJobs(pm *monitoringv1.PodMonitor) ([]*scrapeJob, d
 	if rej = mc.selector("selector", "pod", &spec.Selector, spec.SelectorMechanism); rej != nil {
 		return nil, discovery{}, rej
 	}
+	if g.nodeLocal {
+		mc.onThisNodeOnly()
+	}
 	if rej = g.podTargetLabelRules(mc, spec.PodTargetLabels); rej != nil {
 		return nil, discovery{}, rej
 	}

@@ -59,6 +59,10 @@ type Input struct {
 	// or Prometheus refuses them, Generate returns an *AlertingError.
 	AdditionalAlertManagerConfigs []byte
 	AdditionalAlertRelabelConfigs []byte
+	// NodeLocal makes every PodMonitor discover only the pods of the node the server runs on
+	// (a PrometheusAgent in DaemonSet mode): a field selector on $(NODE_NAME), which the
+	// reloader substitutes in each pod.
+	NodeLocal bool
 	// Cache, when given, carries work over from the previous Generate for the same Prometheus;
 	// see Cache. The output is the same without it.
 	Cache *Cache

@@ -38,12 +38,15 @@ type Reloader struct {
 // Container is the sidecar, or with init set the init container that writes the
 // configuration once before the server starts.
 func (r Reloader) Container(init bool) corev1.Container {
-	args := []string{
-		"--listen-address=:" + strconv.Itoa(ReloaderPort),
-		"--config-file=" + r.ConfigFile,
-		"--config-envsubst-file=" + r.OutputFile,
-		"--reload-url=" + r.ReloadURL,
-		"--config-secret=" + r.ConfigSecret,
+	args := []string{"--listen-address=:" + strconv.Itoa(ReloaderPort)}
+	// Without a generated config (a ThanosRuler's pod) the reloader only watches
+	// directories.
+	if r.ConfigFile != "" {
+		args = append(args, "--config-file="+r.ConfigFile, "--config-envsubst-file="+r.OutputFile)
+	}
+	args = append(args, "--reload-url="+r.ReloadURL)
+	if r.ConfigSecret != "" {
+		args = append(args, "--config-secret="+r.ConfigSecret)
 	}
 	args = append(args, r.Args...)
 	c := corev1.Container{
