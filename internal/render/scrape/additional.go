@@ -40,11 +40,11 @@ type additionalJob struct {
 	check []byte // check, for this job alone
 }
 
-// additionalJobs parses the additional scrape configs; nil when there are none. With more
-// than one shard, each job that does not shard itself (no hashmod relabeling) gets the
-// sharding rules the generated jobs have, as with the existing operator: otherwise every
-// shard would scrape all its targets.
-func additionalJobs(raw []byte, shards uint64) (*additional, *AdditionalConfigError) {
+// additionalJobs parses the additional scrape configs; nil when there are none. When
+// sharded (more than one shard, or shards kept after a scale-down), each job that does not
+// shard itself (no hashmod relabeling) gets the sharding rules the generated jobs have, as
+// with the existing operator: otherwise every shard would scrape all its targets.
+func additionalJobs(raw []byte, shards uint64, sharded bool) (*additional, *AdditionalConfigError) {
 	jobs, msg := yamlList(raw, "scrape config", "job_name")
 	if msg != "" {
 		return nil, additionalError("%s", msg)
@@ -55,7 +55,7 @@ func additionalJobs(raw []byte, shards uint64) (*additional, *AdditionalConfigEr
 	out := &additional{jobs: make([]additionalJob, len(jobs))}
 	checked := make([]yaml.MapSlice, len(jobs))
 	for i, job := range jobs {
-		if shards > 1 {
+		if sharded {
 			jobs[i] = withSharding(job, shards)
 			job = jobs[i]
 		}

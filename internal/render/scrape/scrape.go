@@ -211,7 +211,12 @@ func generate(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	extra, aerr := additionalJobs(in.AdditionalScrapeConfigs, g.shards)
+	// A shard kept after a scale-down (shardRetentionPolicy.whenScaled: Retain) loads this
+	// config too, with a shard number the hash never yields: with the sharding rules, even
+	// for one shard, it scrapes none of the additional jobs' targets either.
+	pol := g.prom.Spec.ShardRetentionPolicy
+	retains := pol != nil && pol.WhenScaled != nil && *pol.WhenScaled == monitoringv1.RetainWhenScaledRetentionType
+	extra, aerr := additionalJobs(in.AdditionalScrapeConfigs, g.shards, g.shards > 1 || retains)
 	if aerr != nil {
 		return nil, aerr
 	}
