@@ -55,6 +55,8 @@ type PrometheusReconciler struct {
 	kind *servedKind
 
 	memory memories[memory]
+	// now is the clock of shard retention; nil: time.Now.
+	now func() time.Time
 }
 
 // memory is what the reconciler remembers about one Prometheus between
@@ -153,7 +155,10 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	r.reportVerdicts(obj, desired.Verdicts, selected)
 
-	err = r.applyAll(ctx, p, desired)
+	retained, retainedDue, err := r.retainShards(ctx, obj, p, desired.Objects)
+	if err == nil {
+		err = r.applyAll(ctx, p, desired, retained)
+	}
 	phases.done("apply")
 	if err != nil {
 		return reportApplyFailure(r.Recorder, obj, st, err)
@@ -167,7 +172,8 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return r.writeBindings(ctx, obj, verdicts, selected)
 	})
 	phases.done("bindings")
-	return ctrl.Result{}, err
+	// A retained shard is deleted when its period has passed: look again then.
+	return ctrl.Result{RequeueAfter: retainedDue}, err
 }
 
 // render gathers and renders; it also returns the selected objects keyed
@@ -207,10 +213,11 @@ func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p 
 
 // applyAll applies every object in order, then prunes what is no longer
 // desired, RBAC in other namespaces and at cluster scope included.
-func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Prometheus, d *render.Desired) error {
+// retained are the StatefulSets of removed shards the shard retention policy keeps.
+func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Prometheus, d *render.Desired, retained []client.Object) error {
 	labels := ownerLabels(p)
 	mem := r.memoryOf(client.ObjectKeyFromObject(p))
-	return applyObjects(ctx, r.Applier, p, d.Objects, labels, ownedKinds, rbacKinds, &mem.pruned)
+	return applyObjects(ctx, r.Applier, p, d.Objects, labels, ownedKinds, rbacKinds, &mem.pruned, retained...)
 }
 
 // applyObjects applies every object in order, then prunes what owner no
@@ -219,9 +226,10 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 // labels. Every error is collected; one failed object does not stop the rest.
 // Objects several owners share (workload.Shared) are applied under a field
 // manager of the owner's own and never pruned. pruned remembers the desired set
-// the last successful prune kept.
+// the last successful prune kept. retained are existing objects the prune keeps
+// although owner no longer wants them.
 func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, owner client.Object, objs []T, labels map[string]string,
-	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string) error {
+	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string, retained ...client.Object) error {
 	log := ctrl.LoggerFrom(ctx)
 	var errs, notOwned []error
 	for _, obj := range objs {
@@ -253,7 +261,7 @@ func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, 
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if err := prune(ctx, applier, owner, objs, labels, ownedKinds, unownedKinds, pruned); err != nil {
+	if err := prune(ctx, applier, owner, objs, labels, ownedKinds, unownedKinds, pruned, retained); err != nil {
 		return err
 	}
 	if len(notOwned) > 0 {
@@ -264,15 +272,22 @@ func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, 
 
 // prune deletes what owner no longer wants (see applyObjects).
 func prune[T client.Object](ctx context.Context, applier *apply.Applier, owner client.Object, objs []T, labels map[string]string,
-	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string) error {
+	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string, retained []client.Object) error {
 	log := ctrl.LoggerFrom(ctx)
 	var keep []client.Object
 	var set strings.Builder
+	add := func(obj client.Object) {
+		keep = append(keep, obj)
+		fmt.Fprintf(&set, "%s/%s/%s\n", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName())
+	}
 	for _, obj := range objs {
 		if !workload.Shared(obj) {
-			keep = append(keep, obj)
-			fmt.Fprintf(&set, "%s/%s/%s\n", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName())
+			add(obj)
 		}
+	}
+	// A retained object whose period has passed leaves this list, which changes the set.
+	for _, obj := range retained {
+		add(obj)
 	}
 	// Nothing can need pruning while the desired set stays the one the last
 	// successful prune kept: what this operator no longer wants leaves the

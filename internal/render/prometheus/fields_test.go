@@ -33,6 +33,8 @@ var honouredPrometheusFields = []string{
 	"TopologySpreadConstraints", "SecurityContext", "DNSPolicy", "DNSConfig", "PodManagementPolicy", "UpdateStrategy",
 	"EnableServiceLinks", "PriorityClassName", "MinReadySeconds", "HostAliases", "MaximumStartupDurationSeconds",
 	"ServiceName", "TerminationGracePeriodSeconds", "HostUsers",
+	// Removed shards: deleted, or kept by the controller (ShardRetentionOf).
+	"ShardRetentionPolicy",
 	// Flags.
 	"LogLevel", "LogFormat", "EnableRemoteWriteReceiver", "EnableOTLPReceiver", "EnableFeatures", "ExternalURL",
 	"RoutePrefix", "AdditionalArgs", "WALCompression", "Retention", "RetentionSize", "DisableCompaction",
@@ -55,7 +57,7 @@ var honouredPrometheusFields = []string{
 	// Honoured for the values that work; the others are refused in refusedPrometheusFields.
 	"AutomountServiceAccountToken",
 	"Web", "RemoteWriteReceiverMessageVersions", "PortName", "ReloadStrategy", "RetentionPercentage", "QueryLogFile",
-	"ScrapeFailureLogFile", "ShardRetentionPolicy", "ShardingStrategy",
+	"ScrapeFailureLogFile", "ShardingStrategy",
 }
 
 // refusedPrometheusFields are refused by Validate: each sets a value Lookout does not
@@ -75,9 +77,6 @@ var refusedPrometheusFields = map[string]func(*monitoringv1.PrometheusSpec){
 	"spec.remoteWriteReceiverMessageVersions": func(s *monitoringv1.PrometheusSpec) {
 		s.Version = "v2.53.0"
 		s.RemoteWriteReceiverMessageVersions = []monitoringv1.RemoteWriteMessageVersion{"V2.0"}
-	},
-	"spec.shardRetentionPolicy.whenScaled": func(s *monitoringv1.PrometheusSpec) {
-		s.ShardRetentionPolicy = &monitoringv1.ShardRetentionPolicy{WhenScaled: ptrTo(monitoringv1.RetainWhenScaledRetentionType)}
 	},
 	"spec.shardingStrategy.mode": func(s *monitoringv1.PrometheusSpec) {
 		s.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: ptrTo(monitoringv1.TopologyShardingStrategyMode)}

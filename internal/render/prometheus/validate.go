@@ -38,6 +38,7 @@ func Validate(p *monitoringv1.Prometheus) error {
 		validateCounts,
 		validateImage,
 		validateRetention,
+		validateShardRetention,
 		validateResources,
 		validateStorage,
 		validatePodMetadata,
@@ -256,10 +257,6 @@ func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 		return unsupported("spec.portName", "the web port is always named \"web\"")
 	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:
 		return unsupported("spec.reloadStrategy", "ProcessSignal: the reloader sends SIGHUP to the PID in a file and Prometheus writes none; reloads go through /-/reload (HTTP)")
-	case s.ShardRetentionPolicy != nil && s.ShardRetentionPolicy.WhenScaled != nil && *s.ShardRetentionPolicy.WhenScaled == monitoringv1.RetainWhenScaledRetentionType:
-		return unsupported("spec.shardRetentionPolicy.whenScaled", "the StatefulSets of removed shards are deleted (Delete); keeping them for a retention period is not implemented")
-	case s.ShardRetentionPolicy != nil && s.ShardRetentionPolicy.Retain != nil:
-		return unsupported("spec.shardRetentionPolicy.retain", "only whenScaled: Delete is implemented, which keeps nothing")
 	case s.ShardingStrategy != nil && s.ShardingStrategy.Mode != nil && *s.ShardingStrategy.Mode != monitoringv1.AddressShardingStrategyMode:
 		return unsupported("spec.shardingStrategy.mode", "targets are sharded by address only (mode Address)")
 	case s.ShardingStrategy != nil && s.ShardingStrategy.Topology != nil:
