@@ -128,7 +128,8 @@ func retainedFor(pol promrender.ShardRetention) string {
 	return " for " + pol.Period.String()
 }
 
-// markRetired sets the retirement mark of sts to at, or removes it when at is "".
+// markRetired sets the retirement mark of sts to at, or removes it when at is "". A merge
+// patch of the one annotation: a cache a step behind needs no conflict and retry.
 func (r *PrometheusReconciler) markRetired(ctx context.Context, sts *appsv1.StatefulSet, at string) error {
 	patched := sts.DeepCopy()
 	if at == "" {
@@ -139,7 +140,7 @@ func (r *PrometheusReconciler) markRetired(ctx context.Context, sts *appsv1.Stat
 		}
 		patched.Annotations[AnnotationShardRetired] = at
 	}
-	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(sts, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Client.Patch(ctx, patched, client.MergeFrom(sts)); err != nil {
 		return fmt.Errorf("mark StatefulSet %s retired (%q): %w", klog.KObj(sts), at, err)
 	}
 	*sts = *patched

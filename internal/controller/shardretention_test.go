@@ -28,6 +28,7 @@ func TestRetainShards(t *testing.T) {
 		policy *monitoringv1.ShardRetentionPolicy
 		shards int32  // spec.shards: shard 1 exists and is removed when this is 1
 		mark   string // shard 1's retirement mark before the reconcile
+		size   string // spec.retentionSize, spec.retention being unset
 		// wantKept: shard 1 is kept from the prune; wantMark: its mark after; wantDue: the requeue.
 		wantKept bool
 		wantMark string
@@ -39,6 +40,8 @@ func TestRetainShards(t *testing.T) {
 			wantKept: true, wantMark: ago(0), wantDue: 24 * time.Hour},
 		{name: "keeps a removed shard for its period and looks again when it ends", policy: retainFor("2h"), shards: 1, mark: ago(30 * time.Minute),
 			wantKept: true, wantMark: ago(30 * time.Minute), wantDue: 90 * time.Minute},
+		{name: "keeps a removed shard forever, without looking again, when the data is kept by size only", policy: retain, shards: 1, size: "10GB", mark: ago(1000 * time.Hour),
+			wantKept: true, wantMark: ago(1000 * time.Hour)},
 		{name: "prunes a retained shard once its period has passed", policy: retainFor("2h"), shards: 1, mark: ago(2 * time.Hour)},
 		{name: "marks again a retained shard whose mark does not parse", policy: retainFor("2h"), shards: 1, mark: "yesterday",
 			wantKept: true, wantMark: ago(0), wantDue: 2 * time.Hour},
@@ -51,6 +54,7 @@ func TestRetainShards(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Namespace: "mon", Name: "main", UID: "p-uid"},
 				Spec:       monitoringv1.PrometheusSpec{CommonPrometheusFields: monitoringv1.CommonPrometheusFields{Shards: ptr.To(tc.shards)}, ShardRetentionPolicy: tc.policy},
 			}
+			p.Spec.RetentionSize = monitoringv1.ByteSize(tc.size)
 			sts := func(name, mark string) *appsv1.StatefulSet {
 				s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "mon", Name: name, Labels: ownerLabels(p),
 					OwnerReferences: []metav1.OwnerReference{{APIVersion: "monitoring.coreos.com/v1", Kind: "Prometheus", Name: "main", UID: "p-uid", Controller: ptr.To(true)}}}}
