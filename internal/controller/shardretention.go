@@ -94,7 +94,13 @@ func (r *PrometheusReconciler) retainShards(ctx context.Context, owner client.Ob
 		action, after := decideShard(desired[sts.Name], sts.Annotations[AnnotationShardRetired], pol, now)
 		switch action {
 		case shardRetire:
-			if err := r.markRetired(ctx, sts, now.UTC().Format(time.RFC3339)); err != nil {
+			// Rounded up to the second the mark holds: the period may run a little
+			// long, never short.
+			at := now.UTC().Truncate(time.Second)
+			if at.Before(now) {
+				at = at.Add(time.Second)
+			}
+			if err := r.markRetired(ctx, sts, at.Format(time.RFC3339)); err != nil {
 				return nil, 0, err
 			}
 			r.Recorder.Eventf(owner, sts, corev1.EventTypeNormal, ReasonShardRetained, "Reconcile",
