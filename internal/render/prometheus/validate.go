@@ -254,8 +254,6 @@ func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	switch {
 	case s.PortName != "" && s.PortName != webPortName:
 		return unsupported("spec.portName", "the web port is always named \"web\"")
-	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:
-		return unsupported("spec.reloadStrategy", "ProcessSignal: the reloader sends SIGHUP to the PID in a file and Prometheus writes none; reloads go through /-/reload (HTTP)")
 	case s.ShardRetentionPolicy != nil && s.ShardRetentionPolicy.WhenScaled != nil && *s.ShardRetentionPolicy.WhenScaled == monitoringv1.RetainWhenScaledRetentionType:
 		return unsupported("spec.shardRetentionPolicy.whenScaled", "the StatefulSets of removed shards are deleted (Delete); keeping them for a retention period is not implemented")
 	case s.ShardRetentionPolicy != nil && s.ShardRetentionPolicy.Retain != nil:
