@@ -122,7 +122,9 @@ func runInPIDNamespace(path string, argv []string, dir string) {
 	// No parent-death signal: the child's parent is outside its namespace, so
 	// getppid() is 0 there, and Go's check that the parent is still alive after
 	// setting the signal would kill the child at once. The pod's end reaches it
-	// anyway: Stop signals the helper's process group and ends the infra process.
+	// anyway: Stop signals the helper's process group and ends the infra process,
+	// and the infra process has a parent-death signal of its own, so the
+	// namespace ends with the test process even when that is killed.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 	if err := cmd.Start(); err != nil {

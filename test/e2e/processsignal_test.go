@@ -62,8 +62,10 @@ func TestAPrometheusReloadedByProcessSignalPicksUpANewServiceMonitorWithoutResta
 
 	before := runtimeInfo(t)
 	reloadsBefore := reloaderReloads(t)
+	created := time.Now()
 	mustCreate(t, serviceMonitor("second"))
 	waitConfigJob(t, "serviceMonitor/"+ns+"/second/0")
+	loaded := time.Since(created)
 
 	after := runtimeInfo(t)
 	select {
@@ -86,7 +88,8 @@ func TestAPrometheusReloadedByProcessSignalPicksUpANewServiceMonitorWithoutResta
 		}
 		reloadsAfter = reloaderReloads(t)
 	}
-	t.Logf("Prometheus reloaded by SIGHUP in place (start %s, reloads %v → %v)", after.StartTime.Format(time.RFC3339Nano), reloadsBefore, reloadsAfter)
+	t.Logf("Prometheus reloaded by SIGHUP in place, the new job loaded %s after the ServiceMonitor was created (start %s, reloads %v → %v)",
+		loaded.Round(time.Millisecond), after.StartTime.Format(time.RFC3339Nano), reloadsBefore, reloadsAfter)
 }
 
 // waitConfigJob waits until Prometheus's loaded configuration has the scrape job.
