@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // fakePromEnv makes the test binary act as a Prometheus that reloads on SIGHUP: it
@@ -183,4 +185,27 @@ func writeProc(t *testing.T, dir string, pid int, cmdline string) {
 	d := filepath.Join(dir, strconv.Itoa(pid))
 	must(t, os.MkdirAll(d, 0o755))
 	must(t, os.WriteFile(filepath.Join(d, "cmdline"), []byte(cmdline), 0o644))
+}
+
+func TestTheSignalFlagsOfTheGeneratedPodMakeAProcessSignalReloader(t *testing.T) {
+	o := DefaultOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	must(t, fs.Parse([]string{
+		"--config-file=/etc/prometheus/config/prometheus.yaml.gz",
+		"--config-envsubst-file=/etc/prometheus/config_out/prometheus.env.yaml",
+		"--reload-strategy=signal",
+		"--reload-signal-process=prometheus",
+		"--reload-metrics-url=https://127.0.0.1:9090/prom/metrics",
+		"--reload-insecure-skip-verify",
+	}))
+	s, err := NewSidecar(o)
+	must(t, err)
+	got, ok := s.reloads.strategy.(*ProcessSignalStrategy)
+	if !ok {
+		t.Fatalf("strategy is %T, want *ProcessSignalStrategy", s.reloads.strategy)
+	}
+	if got.Process != "prometheus" || got.MetricsURL != "https://127.0.0.1:9090/prom/metrics" || got.Client == nil || got.Timeout != o.ReloadTimeout {
+		t.Errorf("strategy %+v does not carry the flags (a client that skips verification, the reload timeout)", got)
+	}
 }
