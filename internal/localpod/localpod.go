@@ -8,7 +8,9 @@
 // service-account token) are bind-mounted at the paths the spec names. The
 // processes share the host network, or, with Options.NetNS, all run in one
 // network namespace (the pod's network) with an /etc/hosts of their own and
-// a proxy inside the namespace to the host's apiserver. Needs root (mounts).
+// a proxy inside the namespace to the host's apiserver. With
+// shareProcessNamespace the containers run in one PID namespace of the pod's
+// own, with its /proc (see pidns.go). Needs root (mounts).
 package localpod
 
 import (
@@ -44,6 +46,9 @@ type mountPlan struct {
 	Argv  []string
 	Dir   string
 	NetNS string // network namespace to exec in (name under /run/netns)
+	// PIDNS is the pod's PID namespace (a /proc/<pid>/ns/pid path) with
+	// shareProcessNamespace; see pidns.go.
+	PIDNS string
 }
 
 // MaybeMountExec must run first in main() (or TestMain) of any program that
@@ -51,6 +56,7 @@ type mountPlan struct {
 // in its fresh mount namespace and execs the container's program. It returns
 // only in the normal process.
 func MaybeMountExec() {
+	maybeInfraOrProcExec()
 	raw := os.Getenv(mountExecEnv)
 	if raw == "" {
 		return
@@ -75,18 +81,10 @@ func MaybeMountExec() {
 			os.Exit(127)
 		}
 	}
-	env := make([]string, 0, len(os.Environ()))
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, mountExecEnv+"=") {
-			env = append(env, e)
-		}
+	if plan.PIDNS != "" {
+		runInPIDNamespace(plan.PIDNS, plan.Argv, plan.Dir)
 	}
-	if plan.Dir != "" {
-		_ = os.Chdir(plan.Dir)
-	}
-	err := syscall.Exec(plan.Argv[0], plan.Argv, env)
-	fmt.Fprintf(os.Stderr, "localpod: exec %s: %v\n", plan.Argv[0], err)
-	os.Exit(127)
+	execProgram(plan.Argv, plan.Dir, mountExecEnv)
 }
 
 // Options describe how to run one pod.
@@ -145,6 +143,10 @@ type Pod struct {
 	syncDone chan struct{}
 	proxy    *apiProxy
 	hosts    string // the pod's /etc/hosts, when it has one
+	// infra holds the pod's PID namespace with shareProcessNamespace, whose
+	// path is pidNS.
+	infra *exec.Cmd
+	pidNS string
 }
 
 // Container is one running container process.
@@ -159,7 +161,8 @@ type Container struct {
 // Exited is closed when the process ends.
 func (c *Container) Exited() <-chan struct{} { return c.exited }
 
-// Pid is the process ID (of the container's program: the helper execs it).
+// Pid is the process ID of the container's program (the helper execs it),
+// or, with shareProcessNamespace, of the helper whose child it is.
 func (c *Container) Pid() int { return c.Cmd.Process.Pid }
 
 // Start runs the init containers to completion, then starts the containers.
@@ -202,6 +205,18 @@ func Start(ctx context.Context, o Options) (*Pod, error) {
 			p.Stop()
 			return nil, err
 		}
+	}
+	if o.Pod.ShareProcessNamespace != nil && *o.Pod.ShareProcessNamespace {
+		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+			p.Stop()
+			return nil, err
+		}
+		infra, ns, err := startInfra(o.Self, filepath.Join(o.Dir, "infra.log"))
+		if err != nil {
+			p.Stop()
+			return nil, err
+		}
+		p.infra, p.pidNS = infra, ns
 	}
 	volumes, synced, err := p.materialize(ctx, o)
 	if err != nil {
@@ -285,7 +300,7 @@ func (p *Pod) run(o Options, c corev1.Container, volumes map[string]string) (*Co
 	if err != nil {
 		return nil, err
 	}
-	plan := mountPlan{Argv: argv, NetNS: o.NetNS}
+	plan := mountPlan{Argv: argv, NetNS: o.NetNS, PIDNS: p.pidNS}
 	mounts := append([]corev1.VolumeMount(nil), c.VolumeMounts...)
 	sort.Slice(mounts, func(i, j int) bool { return mounts[i].MountPath < mounts[j].MountPath })
 	for _, m := range mounts {
@@ -500,6 +515,13 @@ func (p *Pod) Stop() {
 			_ = syscall.Kill(-c.Cmd.Process.Pid, syscall.SIGKILL)
 			<-c.exited
 		}
+	}
+	if p.infra != nil {
+		// Ends whatever is left in the namespace, as the end of a pod's pause
+		// container does.
+		_ = p.infra.Process.Kill()
+		_ = p.infra.Wait()
+		p.infra = nil
 	}
 	if p.proxy != nil {
 		p.proxy.close()

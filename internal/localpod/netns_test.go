@@ -28,6 +28,10 @@ const helperEnv = "LOCALPOD_TEST_HELPER"
 
 func TestMain(m *testing.M) {
 	MaybeMountExec()
+	if os.Getenv(pidHelperEnv) != "" {
+		pidHelperMain()
+		os.Exit(0)
+	}
 	if os.Getenv(helperEnv) != "" {
 		helperMain()
 		os.Exit(0)

@@ -52,6 +52,12 @@ type Options struct {
 	ReloadStrategy string
 	ReloadURL      string
 	PIDFile        string
+	// SignalProcess is the executable name of the process to send SIGHUP to, found among
+	// the processes this one can see (--reload-strategy=signal, instead of PIDFile).
+	SignalProcess string
+	// ReloadMetricsURL is the /metrics a signal reload is confirmed from; empty sends
+	// the signal unconfirmed.
+	ReloadMetricsURL string
 
 	ListenAddress string
 	InitMode      bool
@@ -124,10 +130,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Handled like --config-file: gunzipped when the input ends in .gz, $(VAR) substituted, written atomically to the output file; "+
 		"the Secret, when given, is watched through the API with the input's base name as its key. "+
 		"A piece is optional: when it is absent (no input file and no Secret, or the watch reports the Secret deleted), its output file is removed so that Prometheus stops loading it.")
-	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, "How to reload: http (POST --reload-url) or signal (SIGHUP to the PID in --process-pid-file).")
+	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, "How to reload: http (POST --reload-url) or signal (SIGHUP to the PID in --process-pid-file, or to the process --reload-signal-process).")
 	fs.StringVar(&o.ReloadURL, "reload-url", o.ReloadURL, "URL to POST to reload the server (Prometheus or Alertmanager).")
 	fs.BoolVar(&o.ReloadInsecureSkipVerify, "reload-insecure-skip-verify", o.ReloadInsecureSkipVerify, "Do not verify the server's certificate on an https --reload-url (a server in the same pod, on loopback).")
 	fs.StringVar(&o.PIDFile, "process-pid-file", o.PIDFile, "File holding the PID to send SIGHUP to (--reload-strategy=signal).")
+	fs.StringVar(&o.SignalProcess, "reload-signal-process", o.SignalProcess, "Executable name of the process to send SIGHUP to, found in /proc; exactly one may match (--reload-strategy=signal, instead of --process-pid-file).")
+	fs.StringVar(&o.ReloadMetricsURL, "reload-metrics-url", o.ReloadMetricsURL, "Prometheus's /metrics, read before and after SIGHUP to confirm the reload from its last-reload gauges (--reload-signal-process).")
 	fs.StringVar(&o.ListenAddress, "listen-address", o.ListenAddress, "Address for /healthz, /readyz and /metrics; empty disables the server.")
 	fs.BoolVar(&o.InitMode, "init-mode", o.InitMode, "Write the configuration and every present piece once and exit.")
 	fs.DurationVar(&o.InitTimeout, "init-timeout", o.InitTimeout, "How long --init-mode waits for the --config-file input (pieces are optional and not waited for).")
@@ -167,13 +175,20 @@ func (o *Options) Validate() error {
 	if o.Strategy == nil && !o.InitMode {
 		switch o.ReloadStrategy {
 		case StrategyHTTP:
-			u, err := url.Parse(o.ReloadURL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			if !isHTTPURL(o.ReloadURL) {
 				errs = append(errs, fmt.Errorf("--reload-url %q is not an http(s) URL", o.ReloadURL))
 			}
 		case StrategySignal:
-			if o.PIDFile == "" {
-				errs = append(errs, errors.New("--process-pid-file is required with --reload-strategy=signal"))
+			if (o.PIDFile == "") == (o.SignalProcess == "") {
+				errs = append(errs, errors.New("--reload-strategy=signal needs exactly one of --process-pid-file and --reload-signal-process"))
+			}
+			if o.ReloadMetricsURL != "" {
+				if o.SignalProcess == "" {
+					errs = append(errs, errors.New("--reload-metrics-url needs --reload-signal-process"))
+				}
+				if !isHTTPURL(o.ReloadMetricsURL) {
+					errs = append(errs, fmt.Errorf("--reload-metrics-url %q is not an http(s) URL", o.ReloadMetricsURL))
+				}
 			}
 		default:
 			errs = append(errs, fmt.Errorf("--reload-strategy %q: want %s or %s", o.ReloadStrategy, StrategyHTTP, StrategySignal))
@@ -189,6 +204,11 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("--init-timeout must be positive"))
 	}
 	return errors.Join(errs...)
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 func (o *Options) secretKey() string {

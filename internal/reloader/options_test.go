@@ -143,6 +143,18 @@ func TestValidate(t *testing.T) {
 		{"rejects a Secret reference without a namespace", func(o *Options) { o.ConfigSecret = "prometheus-k8s" }, "want <namespace>/<name>"},
 		{"rejects an unknown reload strategy", func(o *Options) { o.ReloadStrategy = "exec" }, "--reload-strategy"},
 		{"rejects the signal strategy without a PID file", func(o *Options) { o.ReloadStrategy = StrategySignal }, "--process-pid-file"},
+		{"accepts the signal strategy with a process name and a metrics URL", func(o *Options) {
+			o.ReloadStrategy, o.SignalProcess, o.ReloadMetricsURL = StrategySignal, "prometheus", "http://127.0.0.1:9090/metrics"
+		}, ""},
+		{"rejects the signal strategy with both a PID file and a process name", func(o *Options) {
+			o.ReloadStrategy, o.SignalProcess, o.PIDFile = StrategySignal, "prometheus", "/run/prometheus.pid"
+		}, "exactly one of"},
+		{"rejects a metrics URL for a PID file", func(o *Options) {
+			o.ReloadStrategy, o.PIDFile, o.ReloadMetricsURL = StrategySignal, "/run/prometheus.pid", "http://127.0.0.1:9090/metrics"
+		}, "--reload-metrics-url needs --reload-signal-process"},
+		{"rejects a metrics URL that is not http", func(o *Options) {
+			o.ReloadStrategy, o.SignalProcess, o.ReloadMetricsURL = StrategySignal, "prometheus", "127.0.0.1:9090/metrics"
+		}, "--reload-metrics-url"},
 		{"rejects a reload URL that is not http", func(o *Options) { o.ReloadURL = "localhost:9090/-/reload" }, "--reload-url"},
 		{"rejects a zero watch interval", func(o *Options) { o.WatchInterval = 0 }, "--watch-interval"},
 		{"rejects a negative reload debounce", func(o *Options) { o.ReloadDebounce = -time.Second }, "--reload-debounce"},

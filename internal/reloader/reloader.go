@@ -100,7 +100,11 @@ func NewSidecar(o Options) (*Sidecar, error) {
 	if strategy == nil {
 		switch o.ReloadStrategy {
 		case StrategySignal:
-			strategy = &SignalStrategy{PIDFile: o.PIDFile}
+			if o.SignalProcess != "" {
+				strategy = &ProcessSignalStrategy{Process: o.SignalProcess, MetricsURL: o.ReloadMetricsURL, Client: reloadClient(o), Timeout: o.ReloadTimeout}
+			} else {
+				strategy = &SignalStrategy{PIDFile: o.PIDFile}
+			}
 		default:
 			strategy = &HTTPStrategy{URL: o.ReloadURL, Client: reloadClient(o), Timeout: o.ReloadTimeout}
 		}

@@ -42,9 +42,9 @@ func TestEveryPrometheusAgentSpecFieldIsHonouredOrRefused(t *testing.T) {
 		"TerminationGracePeriodSeconds", "HostUsers",
 		"OTLP", "APIServerConfig", "TracingConfig", "Runtime", "Containers", "InitContainers", "Volumes",
 		"VolumeMounts", "ListenLocal", "HostNetwork", "AutomountServiceAccountToken",
-		"RemoteWriteReceiverMessageVersions", "ScrapeFailureLogFile",
+		"RemoteWriteReceiverMessageVersions", "ScrapeFailureLogFile", "ReloadStrategy",
 		// Honoured for the values that work; the others are refused below.
-		"Web", "PortName", "ReloadStrategy", "ShardingStrategy",
+		"Web", "PortName", "ShardingStrategy",
 	}
 	daemonSet := func(set func(*monitoringv1alpha1.PrometheusAgentSpec)) func(*monitoringv1alpha1.PrometheusAgentSpec) {
 		return func(s *monitoringv1alpha1.PrometheusAgentSpec) {
@@ -56,9 +56,6 @@ func TestEveryPrometheusAgentSpecFieldIsHonouredOrRefused(t *testing.T) {
 	refused := map[string]func(*monitoringv1alpha1.PrometheusAgentSpec){
 		"spec.tsdb":     func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} },
 		"spec.portName": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.PortName = "http" },
-		"spec.reloadStrategy": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
-			s.ReloadStrategy = ptr.To(monitoringv1.ProcessSignalReloadStrategyType)
-		},
 		"spec.shardingStrategy.mode": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
 			s.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: ptr.To(monitoringv1.TopologyShardingStrategyMode)}
 		},

@@ -39,6 +39,8 @@ var honouredPrometheusFields = []string{
 	"LogLevel", "LogFormat", "EnableRemoteWriteReceiver", "EnableOTLPReceiver", "EnableFeatures", "ExternalURL",
 	"RoutePrefix", "AdditionalArgs", "WALCompression", "Retention", "RetentionSize", "DisableCompaction",
 	"Query", "EnableAdminAPI", "Rules", "AllowOverlappingBlocks", "ListenLocal", "Runtime",
+	// No lifecycle API with ProcessSignal, and the reloader signals through a shared process namespace.
+	"ReloadStrategy",
 	// The pods, patched and extended by the user.
 	"Containers", "InitContainers", "Volumes", "VolumeMounts", "HostNetwork",
 	// The Thanos sidecar (thanos.go; its own fields in TestEveryThanosSpecFieldIsHonouredOrRefused).
@@ -56,7 +58,7 @@ var honouredPrometheusFields = []string{
 	"RemoteWrite", "RemoteRead", "TSDB", "Exemplars", "TracingConfig", "OTLP", "APIServerConfig",
 	// Honoured for the values that work; the others are refused in refusedPrometheusFields.
 	"AutomountServiceAccountToken",
-	"Web", "RemoteWriteReceiverMessageVersions", "PortName", "ReloadStrategy", "RetentionPercentage", "QueryLogFile",
+	"Web", "RemoteWriteReceiverMessageVersions", "PortName", "RetentionPercentage", "QueryLogFile",
 	"ScrapeFailureLogFile", "ShardingStrategy",
 }
 
@@ -68,10 +70,7 @@ var refusedPrometheusFields = map[string]func(*monitoringv1.PrometheusSpec){
 		s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{
 			CertFile: ptrTo("/c.crt"), KeyFile: ptrTo("/c.key"), ClientAuthType: ptrTo("RequireAndVerifyClientCert")}}}
 	},
-	"spec.portName": func(s *monitoringv1.PrometheusSpec) { s.PortName = "http" },
-	"spec.reloadStrategy": func(s *monitoringv1.PrometheusSpec) {
-		s.ReloadStrategy = ptrTo(monitoringv1.ProcessSignalReloadStrategyType)
-	},
+	"spec.portName":            func(s *monitoringv1.PrometheusSpec) { s.PortName = "http" },
 	"spec.retentionPercentage": func(s *monitoringv1.PrometheusSpec) { s.RetentionPercentage = ptrTo(resource.MustParse("50")) },
 	// Before Prometheus knows the flag.
 	"spec.remoteWriteReceiverMessageVersions": func(s *monitoringv1.PrometheusSpec) {

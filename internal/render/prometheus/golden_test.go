@@ -146,6 +146,16 @@ func TestGolden(t *testing.T) {
 			opts: newOptions(),
 		},
 		{file: "thanos-sidecar.yaml", p: newPrometheus(withSpec(withThanosSidecar)), opts: newOptions()},
+		{
+			// No lifecycle API: the reloader signals Prometheus in the pod's shared process
+			// namespace, with a route prefix in the URL it confirms the reload from.
+			file: "process-signal.yaml",
+			p: newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+				s.ReloadStrategy = ptrTo(monitoringv1.ProcessSignalReloadStrategyType)
+				s.RoutePrefix = "/prom"
+			})),
+			opts: newOptions(),
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {

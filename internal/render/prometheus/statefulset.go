@@ -139,6 +139,10 @@ func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) (corev1.PodS
 		EnableServiceLinks:            s.EnableServiceLinks,
 		HostUsers:                     s.HostUsers,
 	}
+	if processSignal(p) {
+		// The reloader finds Prometheus among the pod's processes to signal it.
+		spec.ShareProcessNamespace = ptrTo(true)
+	}
 	spec.DNSPolicy, spec.DNSConfig = workload.DNS(s.DNSPolicy, s.DNSConfig)
 	spec.HostAliases = workload.HostAliases(s.HostAliases)
 	workload.HostNetwork(&spec, s.HostNetwork)
@@ -285,8 +289,10 @@ func prometheusArgs(p *monitoringv1.Prometheus) []string {
 func generatedArgs(p *monitoringv1.Prometheus) []string {
 	s := &p.Spec
 	args := append([]string{"--config.file=" + configEnvsubstOut}, storageArgs(p)...)
+	if !processSignal(p) {
+		args = append(args, "--web.enable-lifecycle")
+	}
 	args = append(args,
-		"--web.enable-lifecycle",
 		"--web.config.file="+webConfigDir+"/"+WebConfigSecretKey,
 		"--web.route-prefix="+routePrefix(p),
 		"--web.listen-address="+listenHost(p)+":"+strconv.Itoa(webPort),
@@ -422,12 +428,12 @@ func rulesAlertFlags(p *monitoringv1.Prometheus) []rulesAlertFlag {
 // that writes the configuration once before Prometheus starts. Rule files change through
 // the kubelet's ConfigMap sync; the sidecar watches their directories and reloads.
 func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, init bool) corev1.Container {
-	return workload.Reloader{
+	r := workload.Reloader{
 		Image:        opts.ReloaderImage,
 		PullPolicy:   p.Spec.ImagePullPolicy,
 		ConfigFile:   configDir + "/" + ConfigSecretKey,
 		OutputFile:   configEnvsubstOut,
-		ReloadURL:    strings.ToLower(string(webScheme(p))) + "://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), "/-/reload"),
+		ReloadURL:    localURL(p, "/-/reload"),
 		ConfigSecret: p.Namespace + "/" + FlavourOf(p).ConfigSecretName(p.Name),
 		Args:         reloaderArgs(p),
 		SidecarArgs:  ruleWatchArgs(p),
@@ -437,7 +443,27 @@ func reloaderContainer(p *monitoringv1.Prometheus, opts Options, shard int32, in
 			{Name: volConfigOut, MountPath: configOutDir},
 		}, configPieceMounts()...),
 		SidecarMounts: ruleMounts(p),
-	}.Container(init)
+	}
+	if processSignal(p) {
+		r.SignalProcess, r.MetricsURL = prometheusProcess, localURL(p, "/metrics")
+	}
+	return r.Container(init)
+}
+
+// prometheusProcess is the executable name of Prometheus in its image (/bin/prometheus).
+const prometheusProcess = "prometheus"
+
+// processSignal reports spec.reloadStrategy ProcessSignal: Prometheus runs without its
+// lifecycle API, and the reloader reloads it with SIGHUP through the pod's shared
+// process namespace.
+func processSignal(p *monitoringv1.Prometheus) bool {
+	return p.Spec.ReloadStrategy != nil && *p.Spec.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType
+}
+
+// localURL is endpoint of Prometheus's web server as the other containers of its pod
+// reach it, on loopback.
+func localURL(p *monitoringv1.Prometheus, endpoint string) string {
+	return strings.ToLower(string(webScheme(p))) + "://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), endpoint)
 }
 
 // reloaderArgs: the config pieces, and with web TLS no verification of the certificate on

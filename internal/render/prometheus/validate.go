@@ -255,8 +255,6 @@ func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	switch {
 	case s.PortName != "" && s.PortName != webPortName:
 		return unsupported("spec.portName", "the web port is always named \"web\"")
-	case s.ReloadStrategy != nil && *s.ReloadStrategy == monitoringv1.ProcessSignalReloadStrategyType:
-		return unsupported("spec.reloadStrategy", "ProcessSignal: the reloader sends SIGHUP to the PID in a file and Prometheus writes none; reloads go through /-/reload (HTTP)")
 	case s.ShardingStrategy != nil && s.ShardingStrategy.Mode != nil && *s.ShardingStrategy.Mode != monitoringv1.AddressShardingStrategyMode:
 		return unsupported("spec.shardingStrategy.mode", "targets are sharded by address only (mode Address)")
 	case s.ShardingStrategy != nil && s.ShardingStrategy.Topology != nil:

@@ -18,7 +18,8 @@ const (
 
 // Reloader describes the config-reloader of one pod: it reads the generated config from
 // ConfigSecret through the API (falling back to ConfigFile, where the Secret is mounted),
-// writes it env-substituted to OutputFile and asks the server to reload at ReloadURL.
+// writes it env-substituted to OutputFile and asks the server to reload at ReloadURL,
+// or with SignalProcess sends SIGHUP to the process of that name.
 type Reloader struct {
 	Image        string
 	PullPolicy   corev1.PullPolicy
@@ -26,6 +27,10 @@ type Reloader struct {
 	OutputFile   string
 	ReloadURL    string
 	ConfigSecret string // "<namespace>/<name>"
+	// SignalProcess, when set, is the executable name of the server in the pod's shared
+	// process namespace: the reloader signals it instead of requesting ReloadURL, and
+	// confirms the reload from the server's MetricsURL.
+	SignalProcess, MetricsURL string
 	// Args follow the generated ones in both containers; SidecarArgs only in the sidecar
 	// (directories to watch, which the init container has no use for).
 	Args, SidecarArgs []string
@@ -44,7 +49,11 @@ func (r Reloader) Container(init bool) corev1.Container {
 	if r.ConfigFile != "" {
 		args = append(args, "--config-file="+r.ConfigFile, "--config-envsubst-file="+r.OutputFile)
 	}
-	args = append(args, "--reload-url="+r.ReloadURL)
+	if r.SignalProcess != "" {
+		args = append(args, "--reload-strategy=signal", "--reload-signal-process="+r.SignalProcess, "--reload-metrics-url="+r.MetricsURL)
+	} else {
+		args = append(args, "--reload-url="+r.ReloadURL)
+	}
 	if r.ConfigSecret != "" {
 		args = append(args, "--config-secret="+r.ConfigSecret)
 	}
