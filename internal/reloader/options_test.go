@@ -231,3 +231,13 @@ func selfSignedPEM(t *testing.T) []byte {
 	must(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+// parseFlags is DefaultOptions with args parsed as the reloader's command line.
+func parseFlags(t *testing.T, args ...string) Options {
+	t.Helper()
+	o := DefaultOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	must(t, fs.Parse(args))
+	return o
+}

@@ -16,8 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/spf13/pflag"
 )
 
 // fakePromEnv makes the test binary act as a Prometheus that reloads on SIGHUP: it
@@ -188,17 +186,14 @@ func writeProc(t *testing.T, dir string, pid int, cmdline string) {
 }
 
 func TestTheSignalFlagsOfTheGeneratedPodMakeAProcessSignalReloader(t *testing.T) {
-	o := DefaultOptions()
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	must(t, fs.Parse([]string{
+	o := parseFlags(t,
 		"--config-file=/etc/prometheus/config/prometheus.yaml.gz",
 		"--config-envsubst-file=/etc/prometheus/config_out/prometheus.env.yaml",
 		"--reload-strategy=signal",
 		"--reload-signal-process=prometheus",
 		"--reload-metrics-url=https://127.0.0.1:9090/prom/metrics",
 		"--reload-insecure-skip-verify",
-	}))
+	)
 	s, err := NewSidecar(o)
 	must(t, err)
 	got, ok := s.reloads.strategy.(*ProcessSignalStrategy)

@@ -81,13 +81,11 @@ func TestAPrometheusReloadedByProcessSignalPicksUpANewServiceMonitorWithoutResta
 	}
 	// The reloader counts the reload once it has seen Prometheus's reload timestamp
 	// move, on its next read of /metrics: a little after the job is visible.
-	reloadsAfter := reloadsBefore
-	for deadline := time.Now().Add(30 * time.Second); reloadsAfter <= reloadsBefore; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the reloader counted no confirmed reload: %v → %v", reloadsBefore, reloadsAfter)
-		}
+	var reloadsAfter float64
+	waitFor(t, "the reloader counts the confirmed reload", func() bool {
 		reloadsAfter = reloaderReloads(t)
-	}
+		return reloadsAfter > reloadsBefore
+	})
 	t.Logf("Prometheus reloaded by SIGHUP in place, the new job loaded %s after the ServiceMonitor was created (start %s, reloads %v → %v)",
 		loaded.Round(time.Millisecond), after.StartTime.Format(time.RFC3339Nano), reloadsBefore, reloadsAfter)
 }
@@ -95,20 +93,13 @@ func TestAPrometheusReloadedByProcessSignalPicksUpANewServiceMonitorWithoutResta
 // waitConfigJob waits until Prometheus's loaded configuration has the scrape job.
 func waitConfigJob(t *testing.T, job string) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	waitFor(t, "Prometheus's loaded configuration has job "+job, func() bool {
 		var out struct {
 			Data struct {
 				YAML string `json:"yaml"`
 			} `json:"data"`
 		}
 		getJSON(t, promURL+"/api/v1/status/config", &out)
-		if strings.Contains(out.Data.YAML, fmt.Sprintf("job_name: %s\n", job)) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for job %s in Prometheus's configuration:\n%s", job, devenv.LastBytes([]byte(out.Data.YAML), 2000))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return strings.Contains(out.Data.YAML, fmt.Sprintf("job_name: %s\n", job))
+	})
 }
