@@ -22,7 +22,8 @@ import (
 // UTC). The StatefulSet is kept, its pods keep running so that their data can still be
 // queried, until the retention period has passed since then. The shared configuration
 // hashes targets by the new spec.shards, which never yields a retired shard's number, so
-// it scrapes none of them. Raising spec.shards again takes the StatefulSet back and
+// it scrapes none of them, and its alert relabeling drops the alerts of such a number.
+// Raising spec.shards again takes the StatefulSet back and
 // removes the mark.
 const AnnotationShardRetired = "lookout.dev/shard-retired-at"
 

@@ -109,6 +109,11 @@ func (g *generator) alerting(in Input, cache *Cache) ([]byte, []string, *Alertin
 	if replica != "" {
 		parts.generatedRelabel = append(parts.generatedRelabel, &relabelRule{Regex: ptr(regexp.QuoteMeta(replica)), Action: string(relabel.LabelDrop)})
 	}
+	if g.retainsShards() {
+		for _, r := range g.retiredShardAlertDrop() {
+			parts.generatedRelabel = append(parts.generatedRelabel, r)
+		}
+	}
 	if a := spec.Alerting; a != nil {
 		for i := range a.Alertmanagers {
 			e, rej := g.alertmanager(fmt.Sprintf("spec.alerting.alertmanagers[%d]", i), &a.Alertmanagers[i])
@@ -350,4 +355,23 @@ func (g *generator) sigv4(ns, field string, s *monitoringv1.Sigv4) (*sigv4Config
 		}
 	}
 	return out, nil
+}
+
+// retiredShardLabel carries the shard number through the alert relabeling, and no further.
+const retiredShardLabel = "__tmp_lookout_shard"
+
+// retiredShardAlertDrop drops every alert of a shard kept after a scale-down: its rules
+// still run, on data no one scrapes any more, and an alert on missing series (absent(),
+// a rate falling to zero) would fire from there. The shard number is the reloader's
+// $(SHARD), as in the scrape sharding; the current shards are 0 to spec.shards-1.
+func (g *generator) retiredShardAlertDrop() []*relabelRule {
+	current := make([]string, 0, g.shards)
+	for i := range g.shards {
+		current = append(current, strconv.FormatUint(i, 10))
+	}
+	return []*relabelRule{
+		{TargetLabel: retiredShardLabel, Replacement: ptr(shardPlaceholder), Action: string(relabel.Replace)},
+		{SourceLabels: []string{retiredShardLabel}, Regex: ptr(strings.Join(current, "|")), Action: string(relabel.Keep)},
+		{Regex: ptr(retiredShardLabel), Action: string(relabel.LabelDrop)},
+	}
 }

@@ -60,3 +60,40 @@ func TestRetainedShardsScrapeNoTargetTheRemainingShardsOwn(t *testing.T) {
 		})
 	}
 }
+
+// A kept shard's rules still run, on data no one scrapes any more: its alerts are dropped
+// by the alert relabeling, the remaining shards' pass unchanged.
+func TestRetainedShardsSendNoAlerts(t *testing.T) {
+	p := newPrometheus(withShards(2), withAlertmanagers(alertmanagerEndpoints("alertmanager-main", "web")), withPromSpec(func(s *monitoringv1.PrometheusSpec) {
+		s.ShardRetentionPolicy = &monitoringv1.ShardRetentionPolicy{WhenScaled: ptr(monitoringv1.RetainWhenScaledRetentionType)}
+	}))
+	res, err := Generate(newInput(p, nil))
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	alert := labels.FromStrings("alertname", "TargetMissing", "severity", "page", "prometheus_replica", "prometheus-main-0")
+	want := labels.FromStrings("alertname", "TargetMissing", "severity", "page")
+	for shard := range 4 {
+		cfg := mustLoad(t, []byte(strings.ReplaceAll(string(res.Config()), "$(SHARD)", strconv.Itoa(shard))))
+		b := labels.NewBuilder(alert)
+		kept := relabel.ProcessBuilder(b, cfg.AlertingConfig.AlertRelabelConfigs...)
+		switch {
+		case shard < 2 && !kept:
+			t.Errorf("shard %d (current) drops its alert", shard)
+		case shard < 2 && !labels.Equal(b.Labels(), want):
+			t.Errorf("shard %d sends %s, want %s", shard, b.Labels(), want)
+		case shard >= 2 && kept:
+			t.Errorf("shard %d (kept after the scale-down) sends %s", shard, b.Labels())
+		}
+	}
+
+	// Without Retain no shard outlives a scale-down: nothing is added.
+	p.Spec.ShardRetentionPolicy = nil
+	res, err = Generate(newInput(p, nil))
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if strings.Contains(string(res.Config()), retiredShardLabel) {
+		t.Errorf("the alert relabeling names %s without Retain", retiredShardLabel)
+	}
+}

@@ -214,9 +214,7 @@ func generate(in Input) (*Result, error) {
 	// A shard kept after a scale-down (shardRetentionPolicy.whenScaled: Retain) loads this
 	// config too, with a shard number the hash never yields: with the sharding rules, even
 	// for one shard, it scrapes none of the additional jobs' targets either.
-	pol := g.prom.Spec.ShardRetentionPolicy
-	retains := pol != nil && pol.WhenScaled != nil && *pol.WhenScaled == monitoringv1.RetainWhenScaledRetentionType
-	extra, aerr := additionalJobs(in.AdditionalScrapeConfigs, g.shards, g.shards > 1 || retains)
+	extra, aerr := additionalJobs(in.AdditionalScrapeConfigs, g.shards, g.shards > 1 || g.retainsShards())
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -607,4 +605,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// retainsShards says whether shards removed by a scale-down keep running
+// (shardRetentionPolicy.whenScaled: Retain), with this config and a shard number the
+// current count never yields.
+func (g *generator) retainsShards() bool {
+	pol := g.prom.Spec.ShardRetentionPolicy
+	return pol != nil && pol.WhenScaled != nil && *pol.WhenScaled == monitoringv1.RetainWhenScaledRetentionType
 }
