@@ -37,9 +37,14 @@ func RuleFilesGlobs(name string) []string {
 	return out
 }
 
-// ruleFiles are the rule ConfigMap slots of p's pods.
+// ruleFiles are the rule ConfigMap slots of p's pods: none for an agent, which evaluates
+// no rules.
 func ruleFiles(p *monitoringv1.Prometheus) workload.RuleFiles {
-	return workload.RuleFiles{Name: func(i int) string { return RuleConfigMapName(p.Name, i) }, Dir: RulesDir, Slots: RuleConfigMapSlots}
+	slots := RuleConfigMapSlots
+	if FlavourOf(p).Agent {
+		slots = 0
+	}
+	return workload.RuleFiles{Name: func(i int) string { return RuleConfigMapName(p.Name, i) }, Dir: RulesDir, Slots: slots}
 }
 
 func ruleConfigMaps(p *monitoringv1.Prometheus, opts Options) []*corev1.ConfigMap {
@@ -50,23 +55,8 @@ func ruleConfigMaps(p *monitoringv1.Prometheus, opts Options) []*corev1.ConfigMa
 	})
 }
 
-func ruleVolumes(p *monitoringv1.Prometheus) []corev1.Volume {
-	if FlavourOf(p).Agent {
-		return nil // an agent evaluates no rules
-	}
-	return ruleFiles(p).Volumes()
-}
+func ruleVolumes(p *monitoringv1.Prometheus) []corev1.Volume { return ruleFiles(p).Volumes() }
 
-func ruleMounts(p *monitoringv1.Prometheus) []corev1.VolumeMount {
-	if FlavourOf(p).Agent {
-		return nil
-	}
-	return ruleFiles(p).Mounts()
-}
+func ruleMounts(p *monitoringv1.Prometheus) []corev1.VolumeMount { return ruleFiles(p).Mounts() }
 
-func ruleWatchArgs(p *monitoringv1.Prometheus) []string {
-	if FlavourOf(p).Agent {
-		return nil
-	}
-	return ruleFiles(p).WatchArgs()
-}
+func ruleWatchArgs(p *monitoringv1.Prometheus) []string { return ruleFiles(p).WatchArgs() }
