@@ -112,7 +112,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	cp.CACert = cp.pki.caPEM
 
-	ports, err := freePorts(4)
+	ports, err := FreePorts(4)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 // runs whileDown (nil: nothing), starts it again on the same port with the same
 // certificates and etcd, and waits until it is ready.
 func (cp *ControlPlane) RestartAPIServer(ctx context.Context, whileDown func(context.Context) error) error {
-	cp.api.stop(10 * time.Second)
+	cp.api.Stop(10 * time.Second)
 	if whileDown != nil {
 		if err := whileDown(ctx); err != nil {
 			return err
@@ -282,7 +282,7 @@ func (cp *ControlPlane) Stop() {
 		return
 	}
 	for i := len(cp.procs) - 1; i >= 0; i-- {
-		cp.procs[i].stop(10 * time.Second)
+		cp.procs[i].Stop(10 * time.Second)
 	}
 	cp.procs = nil
 	if cp.ownsDir && cp.Dir != "" {
@@ -344,7 +344,8 @@ func checkFreshDir(dir string) error {
 	return os.MkdirAll(dir, 0o755)
 }
 
-func freePorts(n int) ([]int, error) {
+// FreePorts finds n loopback TCP ports free at the time of the call.
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {

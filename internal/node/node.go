@@ -66,8 +66,8 @@ type Node struct {
 	cp         *controlplane.ControlPlane
 	log        io.Writer
 	sock       string
-	containerd *process
-	kubelet    *process
+	containerd *controlplane.Process
+	kubelet    *controlplane.Process
 	stopBinder context.CancelFunc
 	binderDone chan struct{}
 	proxy      net.Listener
@@ -156,7 +156,7 @@ func Start(ctx context.Context, cp *controlplane.ControlPlane, opts Options) (n 
 		return nil, err
 	}
 	if err := waitNodeReady(ctx, cs, n.Name, opts.ReadyTimeout); err != nil {
-		return nil, fmt.Errorf("node %s: %w\n%s", n.Name, err, n.kubelet.tail())
+		return nil, fmt.Errorf("node %s: %w\n%s", n.Name, err, n.kubelet.Tail())
 	}
 	binderCtx, cancel := context.WithCancel(context.Background())
 	n.stopBinder, n.binderDone = cancel, make(chan struct{})
@@ -269,7 +269,7 @@ state = %q
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return err
 	}
-	p, err := spawn(n.Dir, "containerd", Containerd, "--config", path)
+	p, err := controlplane.Spawn(n.Dir, "containerd", Containerd, "--config", path)
 	if err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 func (n *Node) startKubelet(ctx context.Context, bin string, timeout time.Duration) error {
-	ports, err := freePorts(2)
+	ports, err := controlplane.FreePorts(2)
 	if err != nil {
 		return err
 	}
@@ -327,7 +327,7 @@ podLogsDir: %q
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return err
 	}
-	p, err := spawn(n.Dir, "kubelet", bin,
+	p, err := controlplane.Spawn(n.Dir, "kubelet", bin,
 		"--config="+path,
 		"--kubeconfig="+n.cp.KubeconfigPath,
 		"--root-dir="+filepath.Join(n.Dir, "kubelet"),
@@ -355,13 +355,13 @@ func (n *Node) Stop() {
 		<-n.binderDone
 	}
 	if n.kubelet != nil {
-		n.kubelet.stop(30 * time.Second)
+		n.kubelet.Stop(30 * time.Second)
 	}
 	if n.containerd != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		n.removeContainers(ctx)
 		cancel()
-		n.containerd.stop(30 * time.Second)
+		n.containerd.Stop(30 * time.Second)
 	}
 	n.killShims()
 	n.removeNetns()
@@ -383,7 +383,7 @@ func (n *Node) KubeletLog() string {
 	if n.kubelet == nil {
 		return ""
 	}
-	return n.kubelet.tail()
+	return n.kubelet.Tail()
 }
 
 // removeContainers kills every task containerd runs and deletes it (which unmounts its
@@ -492,36 +492,17 @@ func removeCgroups(name string) {
 	}
 }
 
-func freePorts(k int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for i := 0; i < k; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func waitFor(ctx context.Context, timeout time.Duration, p *process, ok func() bool, what string) error {
+func waitFor(ctx context.Context, timeout time.Duration, p *controlplane.Process, ok func() bool, what string) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for !ok() {
 		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited while waiting for %s:\n%s", p.name, what, p.tail())
+		case <-p.Exited():
+			return fmt.Errorf("%s exited while waiting for %s:\n%s", p.Name(), what, p.Tail())
 		case <-ctx.Done():
-			return fmt.Errorf("timed out waiting for %s:\n%s", what, p.tail())
+			return fmt.Errorf("timed out waiting for %s:\n%s", what, p.Tail())
 		case <-t.C:
 		}
 	}

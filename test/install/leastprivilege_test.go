@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -41,6 +40,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lookout-operator/lookout/internal/controller"
+	"github.com/lookout-operator/lookout/internal/controlplane"
 	"github.com/lookout-operator/lookout/internal/install"
 	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/scheme"
@@ -111,10 +111,11 @@ func operatorConfig(t *testing.T, mu *sync.Mutex, forbidden *[]string) *rest.Con
 // Service, the controllers.
 func startOperator(t *testing.T, cfg *rest.Config, namespaces []string) {
 	t.Helper()
-	port, err := freePort()
+	ports, err := controlplane.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	port := ports[0]
 	wh := webhook.Options{
 		Host:        "127.0.0.1",
 		Port:        port,
@@ -165,15 +166,6 @@ func startOperator(t *testing.T, cfg *rest.Config, namespaces []string) {
 }
 
 var skipNameValidation = true
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // forbiddenSoFar, when set, tells what the operator was refused so far: a
 // missing permission usually shows as a condition that never comes.
