@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -136,7 +137,7 @@ type Result struct {
 	ChangeCreateP50Ms float64 `json:"changeCreateP50Ms,omitempty"`
 	ChangeReconcileMs float64 `json:"changeReconcileMeanMs,omitempty"`
 	// Mean time per reconcile phase while changes were timed (gather,
-	// render, apply, bindings), from lookout_prometheus_reconcile_phase_seconds.
+	// render, config, apply, bindings), from lookout_prometheus_reconcile_phase_seconds.
 	ChangePhaseMs       map[string]float64 `json:"changePhaseMeanMs,omitempty"`
 	ChangeCPUSecondsPer float64            `json:"changeCPUSecondsPerChange,omitempty"`
 
@@ -500,7 +501,7 @@ func measureChanges(ctx context.Context, c client.Client, sc scenario, n int, co
 	if count := m1.sum("controller_runtime_reconcile_time_seconds_count", match) - m0.sum("controller_runtime_reconcile_time_seconds_count", match); count > 0 {
 		res.ChangeReconcileMs = 1000 * (m1.sum("controller_runtime_reconcile_time_seconds_sum", match) - m0.sum("controller_runtime_reconcile_time_seconds_sum", match)) / count
 	}
-	for _, phase := range []string{"gather", "render", "apply", "bindings"} {
+	for _, phase := range []string{"gather", "render", "config", "apply", "bindings"} {
 		pm := map[string]string{"phase": phase}
 		count := m1.sum("lookout_prometheus_reconcile_phase_seconds_count", pm) - m0.sum("lookout_prometheus_reconcile_phase_seconds_count", pm)
 		if count > 0 {
@@ -529,7 +530,13 @@ func measureChanges(ctx context.Context, c client.Client, sc scenario, n int, co
 func measureEarlyChanges(ctx context.Context, c client.Client, sc scenario, configs *configWatch, window time.Duration, res *Result) error {
 	pns, pname := sc.expected(sc.Namespaces[0])
 	prom := pns + "/" + pname
+	type sample struct {
+		i                   int
+		offset, create, all time.Duration
+	}
 	var lat []time.Duration
+	var samples []sample
+	first := time.Now()
 	for i, end := 0, time.Now().Add(window); time.Now().Before(end); i++ {
 		ns, name := sc.Namespaces[i%len(sc.Namespaces)], fmt.Sprintf("early-%04d", i)
 		job := jobPrefix + ns + "/" + name + "/0\n"
@@ -537,6 +544,7 @@ func measureEarlyChanges(ctx context.Context, c client.Client, sc scenario, conf
 		if err := c.Create(ctx, newServiceMonitor(ns, name)); err != nil {
 			return fmt.Errorf("create ServiceMonitor %s/%s: %w", ns, name, err)
 		}
+		created := time.Now()
 		at, err := configs.waitUntil(ctx, 2*time.Minute, "the config holds "+strings.TrimSpace(job), func() bool {
 			return configs.has(prom, job)
 		})
@@ -544,6 +552,13 @@ func measureEarlyChanges(ctx context.Context, c client.Client, sc scenario, conf
 			return err
 		}
 		lat = append(lat, at.Sub(begin))
+		samples = append(samples, sample{i: i, offset: begin.Sub(first), create: created.Sub(begin), all: at.Sub(begin)})
+	}
+	// The slowest, with when they came and how much of them the create call (with the
+	// webhook) was: where the worst change lost its time.
+	slices.SortFunc(samples, func(a, b sample) int { return cmp.Compare(b.all, a.all) })
+	for _, s := range samples[:min(5, len(samples))] {
+		logf("%s: early change %d at +%.2fs: %.0fms (create call %.0fms)", sc.Name, s.i, s.offset.Seconds(), ms(s.all), ms(s.create))
 	}
 	slices.Sort(lat)
 	res.EarlyChangeSamples = len(lat)
@@ -737,7 +752,7 @@ func numCPU() int { return runtime.NumCPU() }
 // phaseText is "gather 1.2, render 3.4, ..." in ms, in reconcile order.
 func phaseText(m map[string]float64) string {
 	var parts []string
-	for _, phase := range []string{"gather", "render", "apply", "bindings"} {
+	for _, phase := range []string{"gather", "render", "config", "apply", "bindings"} {
 		if v, ok := m[phase]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.1f", phase, v))
 		}

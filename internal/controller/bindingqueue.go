@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +23,8 @@ import (
 type bindingQueue struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 	workers int
+	// configs holds the status patches back while a configuration is being written.
+	configs configWrites
 
 	mu   sync.Mutex
 	jobs map[string]*bindingJob
@@ -115,7 +118,7 @@ func (q *bindingQueue) process(ctx context.Context) bool {
 	if job == nil {
 		return true
 	}
-	err := job.write(ctx)
+	err := job.write(context.WithValue(ctx, configWritesKey{}, &q.configs))
 	for _, w := range job.waiters {
 		w <- err
 	}
@@ -134,4 +137,75 @@ func (q *bindingQueue) process(ctx context.Context) bool {
 	q.mu.Unlock()
 	q.queue.AddRateLimited(owner)
 	return true
+}
+
+// configWriting tells the queue that a configuration is being rendered and written until
+// the returned function is called (more than once is fine): status patches not yet sent
+// wait until then. The apiserver serves the operator's requests from one flow, so a
+// configuration write sent while a cold start's thousands of status patches are in flight
+// would queue behind them; this way it does not. A nil queue holds nothing back.
+func (q *bindingQueue) configWriting() func() {
+	if q == nil {
+		return func() {}
+	}
+	return q.configs.begin()
+}
+
+// configWrites counts configurations being written; status patches step aside for them.
+type configWrites struct {
+	mu      sync.Mutex
+	writing int
+	idle    chan struct{} // closed when writing drops to 0; nil while it is 0
+}
+
+func (c *configWrites) begin() func() {
+	c.mu.Lock()
+	if c.writing == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.writing++
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.writing--; c.writing == 0 {
+				close(c.idle)
+				c.idle = nil
+			}
+		})
+	}
+}
+
+// configWritesStepAside bounds how long one status patch waits for configuration writes:
+// a stream of changes must not starve the status.
+const configWritesStepAside = 2 * time.Second
+
+// wait returns once no configuration is being written, ctx is done, or
+// configWritesStepAside has passed.
+func (c *configWrites) wait(ctx context.Context) {
+	c.mu.Lock()
+	idle := c.idle
+	c.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	t := time.NewTimer(configWritesStepAside)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+type configWritesKey struct{}
+
+// stepAsideForConfigs waits, before a status patch, for the configuration writes of the
+// queue that runs this write (see configWriting); without one it returns at once.
+func stepAsideForConfigs(ctx context.Context) {
+	if c, ok := ctx.Value(configWritesKey{}).(*configWrites); ok {
+		c.wait(ctx)
+	}
 }

@@ -410,6 +410,7 @@ func sendBindings(ctx context.Context, c client.Client, plan []bindingPatch) err
 					unsent.Add(1)
 					continue
 				}
+				stepAsideForConfigs(ctx)
 				errs[i] = patchBinding(ctx, c, plan[i])
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,7 @@ import (
 var reconcilePhaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name: "lookout_prometheus_reconcile_phase_seconds",
 	Help: "Time a Prometheus reconcile spends in each phase: gather (read the selected objects), " +
-		"render (build and check the config and objects), apply (write what changed, prune), bindings (status.bindings).",
+		"render (build and check the config and objects), config (write the configuration Secrets and rule ConfigMaps), apply (write the other objects that changed, prune), bindings (hand status.bindings to their queue).",
 	Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 }, []string{"phase"})
 
@@ -56,9 +57,16 @@ var (
 	}, []string{"namespace", "name"})
 )
 
+// reconcileYields counts Prometheus reconciles that stopped after writing the
+// configuration because a newer change was waiting (see applyObjects).
+var reconcileYields = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "lookout_prometheus_reconcile_yields_total",
+	Help: "Prometheus reconciles that wrote the configuration and then left the rest of their apply to the reconcile of a newer change.",
+})
+
 // Collectors are the operator's own metrics (controller-runtime's come on
 // top); the install tests check the dashboard and alerts against them.
-var Collectors = []prometheus.Collector{reconcilePhaseSeconds, renderCacheMonitors, reconcileErrors, rejections, configBytes, configPieces}
+var Collectors = []prometheus.Collector{reconcilePhaseSeconds, renderCacheMonitors, reconcileErrors, rejections, configBytes, configPieces, reconcileYields}
 
 func init() {
 	metrics.Registry.MustRegister(Collectors...)
@@ -72,15 +80,34 @@ func countReconcileError(kind string, st *statusUpdate) {
 }
 
 // phaseTimer observes the phases of one reconcile.
-type phaseTimer struct{ last time.Time }
+type phaseTimer struct {
+	start, last time.Time
+	phases      []any // name, milliseconds, ... for the slow-reconcile log
+}
 
-func startPhases() *phaseTimer { return &phaseTimer{last: time.Now()} }
+func startPhases() *phaseTimer {
+	now := time.Now()
+	return &phaseTimer{start: now, last: now}
+}
 
 // done records the time since the previous phase ended as phase.
 func (t *phaseTimer) done(phase string) {
 	now := time.Now()
-	reconcilePhaseSeconds.WithLabelValues(phase).Observe(now.Sub(t.last).Seconds())
+	took := now.Sub(t.last)
+	reconcilePhaseSeconds.WithLabelValues(phase).Observe(took.Seconds())
+	t.phases = append(t.phases, phase+"Ms", took.Milliseconds())
 	t.last = now
+}
+
+// slowReconcile is how long a Prometheus reconcile may take before its phases are logged.
+const slowReconcile = 250 * time.Millisecond
+
+// logIfSlow logs the phases of a reconcile that took slowReconcile or more: a change
+// waits that long for its configuration, and the log says where the time went.
+func (t *phaseTimer) logIfSlow(log logr.Logger, kv ...any) {
+	if took := time.Since(t.start); took >= slowReconcile {
+		log.Info("Slow reconcile", append(append(kv, "tookMs", took.Milliseconds()), t.phases...)...)
+	}
 }
 
 // recordConfigSize sets the configuration size metrics of p from the Secrets

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -22,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/lookout-operator/lookout/internal/apply"
@@ -51,6 +54,8 @@ type PrometheusReconciler struct {
 
 	gather *gather.Cluster
 	refs   *refIndex
+	// arrivals counts the requests queued per object (nil in unit tests: never yield).
+	arrivals *arrivals
 	// kind is what is served: a Prometheus when nil, else a PrometheusAgent (agentKind).
 	kind *servedKind
 
@@ -72,6 +77,8 @@ type memory struct {
 	bound []boundVerdict
 	// pruned is the desired set the last successful prune kept; "": unknown.
 	pruned string
+	// inFlight: what the last apply left in flight when it yielded (see yielding).
+	inFlight *sync.WaitGroup
 }
 
 // memoryOf is the memory of one Prometheus, made on first use.
@@ -138,7 +145,16 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 
+	// A newer event for this object from here on lets the apply yield to it.
+	newer := r.arrivals.newer(req)
+	// Status patches wait until this configuration is written.
+	configWritten := r.Bindings.configWriting()
+	defer configWritten()
 	phases := startPhases()
+	defer func() {
+		c := r.memoryOf(req.NamespacedName).render.Scrape
+		phases.logIfSlow(log, "prometheus", klog.KObj(p), "cacheHits", c.Hits, "cacheMisses", c.Misses)
+	}()
 	desired, selected, err := r.render(ctx, obj, p, phases)
 	var specErr *render.SpecError
 	if errors.As(err, &specErr) {
@@ -157,13 +173,27 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	retained, retainedDue, err := r.retainShards(ctx, obj, p, desired.Objects)
 	if err == nil {
-		err = r.applyAll(ctx, p, desired, retained)
+		mem := r.memoryOf(req.NamespacedName)
+		y := &yielding{newer: newer, previous: mem.inFlight, configWritten: func() {
+			configWritten()
+			phases.done("config")
+		}}
+		err = r.applyAll(ctx, p, desired, y, retained)
+		mem.inFlight = y.left
 	}
 	phases.done("apply")
-	if err != nil {
+	yielded := errors.Is(err, errYielded)
+	if yielded {
+		// The configuration is written; the newer change, already queued, renders again
+		// and goes on with the rest. The status waits for a reconcile that finishes.
+		st.yielded = true
+		reconcileYields.Inc()
+		log.V(1).Info("Yielded to a newer change after writing the configuration", "prometheus", klog.KObj(p))
+	} else if err != nil {
 		return reportApplyFailure(r.Recorder, obj, st, err)
+	} else {
+		st.reconciled = true
 	}
-	st.reconciled = true
 	recordConfigSize(p, desired)
 	// Accepted now means "in the configuration Prometheus was handed". The bindings are
 	// written off this reconcile: the next change does not wait for them.
@@ -214,10 +244,11 @@ func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p 
 // applyAll applies every object in order, then prunes what is no longer
 // desired, RBAC in other namespaces and at cluster scope included.
 // retained are the StatefulSets of removed shards the shard retention policy keeps.
-func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Prometheus, d *render.Desired, retained []client.Object) error {
+// yield: see applyObjects.
+func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Prometheus, d *render.Desired, yield *yielding, retained []client.Object) error {
 	labels := ownerLabels(p)
 	mem := r.memoryOf(client.ObjectKeyFromObject(p))
-	return applyObjects(ctx, r.Applier, p, d.Objects, labels, ownedKinds, rbacKinds, &mem.pruned, retained...)
+	return applyObjects(ctx, r.Applier, p, d.Objects, labels, ownedKinds, rbacKinds, &mem.pruned, yield, retained...)
 }
 
 // applyObjects applies every object in order, then prunes what owner no
@@ -228,11 +259,25 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 // manager of the owner's own and never pruned. pruned remembers the desired set
 // the last successful prune kept. retained are existing objects the prune keeps
 // although owner no longer wants them.
+//
+// The order is kept where it can matter: within one namespace, and from one API group to
+// the next (see applyStages). Objects of one group in different namespaces — the Roles and
+// RoleBindings of a Prometheus that discovers in hundreds of namespaces — are applied side
+// by side, which is what a first start in a large cluster waits for.
+//
+// yield (nil: never) is told when the first stage, which holds the configuration, is
+// written, and asked before each later object. Once it says true, nothing more is
+// started, nothing is pruned, and errYielded is returned at once, leaving the objects in
+// flight to finish on their own (yield.left; the owner's next apply waits for them after
+// its configuration): a newer change is waiting, and its configuration comes before the
+// rest of this apply. What was applied stays applied, so the next reconcile goes on from
+// there.
 func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, owner client.Object, objs []T, labels map[string]string,
-	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string, retained ...client.Object) error {
+	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string, yield *yielding, retained ...client.Object) error {
 	log := ctrl.LoggerFrom(ctx)
-	var errs, notOwned []error
-	for _, obj := range objs {
+	failed := make([]error, len(objs)) // by index, so that the joined message keeps the order
+	yielded := applyStages(objs, yield, func(i int) {
+		obj := objs[i]
 		var opts []apply.Option
 		if workload.Shared(obj) {
 			opts = append(opts, apply.Shared(apply.FieldOwner+"/"+string(owner.GetUID())))
@@ -242,20 +287,28 @@ func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, 
 			// A namespace being deleted takes its monitors with it; the
 			// next reconcile no longer wants anything there.
 			log.V(1).Info("Skipped an object in a terminating namespace", "object", klog.KObj(obj))
-			continue
+			return
 		}
+		failed[i] = err
+		if err == nil && res != apply.Unchanged {
+			log.V(1).Info("Applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "object", klog.KObj(obj), "created", res == apply.Created)
+		}
+	})
+	if yielded {
+		// Objects may still be in flight and write their results: this reconcile reads
+		// none of them. The next one applies everything again anyway.
+		return errYielded
+	}
+	var errs, foreignErrs []error
+	for _, err := range failed {
 		var foreign *apply.NotOwnedError
 		var recreating *apply.RecreatingError
-		if errors.As(err, &foreign) || errors.As(err, &recreating) {
-			notOwned = append(notOwned, err)
-			continue
-		}
-		if err != nil {
+		switch {
+		case err == nil:
+		case errors.As(err, &foreign) || errors.As(err, &recreating):
+			foreignErrs = append(foreignErrs, err)
+		default:
 			errs = append(errs, err)
-			continue
-		}
-		if res != apply.Unchanged {
-			log.V(1).Info("Applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "object", klog.KObj(obj), "created", res == apply.Created)
 		}
 	}
 	if len(errs) > 0 {
@@ -264,10 +317,117 @@ func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, 
 	if err := prune(ctx, applier, owner, objs, labels, ownedKinds, unownedKinds, pruned, retained); err != nil {
 		return err
 	}
-	if len(notOwned) > 0 {
-		return errors.Join(notOwned...)
+	if len(foreignErrs) > 0 {
+		return errors.Join(foreignErrs...)
 	}
 	return nil
+}
+
+// errYielded: applyObjects stopped early for a newer change (see yield).
+var errYielded = errors.New("yielded to a newer change")
+
+// yielding is how an apply learns of a newer change (see applyObjects).
+type yielding struct {
+	// newer reports whether a newer change is waiting.
+	newer func() bool
+	// configWritten, when set, is called once the first stage is applied.
+	configWritten func()
+	// previous, when set, are the objects the owner's last apply left in flight when it
+	// yielded: waited for once the configuration is written, before anything else, so
+	// that no object is ever applied twice at once.
+	previous *sync.WaitGroup
+	// left is set by an apply that yields: the objects it left in flight.
+	left *sync.WaitGroup
+}
+
+func (y *yielding) now() bool { return y != nil && y.newer != nil && y.newer() }
+
+// applyParallelism bounds the objects of one owner applied at once.
+const applyParallelism = 8
+
+// applyStages calls apply for every index of objs. Consecutive objects of one API group
+// form a stage, and stages run one after the other. Within a stage, the objects of one
+// namespace are applied one after the other in their order (pieces before the config that
+// loads them, a Role before its RoleBinding), and different namespaces side by side, at
+// most applyParallelism at once. A stage of one namespace runs on the caller's goroutine.
+// After the first stage, yield (when not nil) is asked before each object is started;
+// applyStages returns true when it said yes. Objects already started then finish on
+// their own: yield.left tells when.
+func applyStages[T client.Object](objs []T, yield *yielding, apply func(i int)) bool {
+	for start := 0; start < len(objs); {
+		if start > 0 && yield != nil {
+			if yield.configWritten != nil {
+				yield.configWritten()
+				yield.configWritten = nil
+			}
+			if yield.previous != nil {
+				yield.previous.Wait()
+				yield.previous = nil
+			}
+		}
+		group := objs[start].GetObjectKind().GroupVersionKind().Group
+		end := start + 1
+		for end < len(objs) && objs[end].GetObjectKind().GroupVersionKind().Group == group {
+			end++
+		}
+		var order []string
+		byNamespace := map[string][]int{}
+		for i := start; i < end; i++ {
+			ns := objs[i].GetNamespace()
+			if _, ok := byNamespace[ns]; !ok {
+				order = append(order, ns)
+			}
+			byNamespace[ns] = append(byNamespace[ns], i)
+		}
+		var stopped atomic.Bool
+		stop := func() bool {
+			if start == 0 || !yield.now() {
+				return false
+			}
+			stopped.Store(true)
+			return true
+		}
+		if len(order) == 1 {
+			for i := start; i < end; i++ {
+				if stop() {
+					return true
+				}
+				apply(i)
+			}
+		} else {
+			work := make(chan []int)
+			var wg sync.WaitGroup
+			for range min(applyParallelism, len(order)) {
+				wg.Go(func() {
+					for indexes := range work {
+						for k, i := range indexes {
+							if k > 0 && stop() {
+								break
+							}
+							apply(i)
+						}
+					}
+				})
+			}
+			for _, ns := range order {
+				if stop() {
+					break
+				}
+				work <- byNamespace[ns]
+			}
+			close(work)
+			if stopped.Load() {
+				yield.left = &wg
+				return true
+			}
+			wg.Wait()
+			if stopped.Load() { // a worker stopped between two objects of one namespace
+				return true
+			}
+		}
+		start = end
+	}
+	return false
 }
 
 // prune deletes what owner no longer wants (see applyObjects).
@@ -363,6 +523,9 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, obj client.Object, 
 		return nil
 	}
 	kind := r.served().name
+	if wg := r.memoryOf(client.ObjectKeyFromObject(p)).inFlight; wg != nil {
+		wg.Wait() // an object created after the prune would be left behind
+	}
 	if _, err := r.Applier.Prune(ctx, "", ownerLabels(p), "", nil, rbacKinds); err != nil {
 		return fmt.Errorf("clean up after %s %s: %w", kind, klog.KObj(p), err)
 	}
@@ -383,6 +546,7 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 	configPieces.DeleteLabelValues(key.Namespace, key.Name)
 	r.refs.set(key, nil)
 	r.memory.drop(key)
+	r.arrivals.drop(reconcile.Request{NamespacedName: key})
 }
 
 // reportVerdicts emits an Event on a monitor when its verdict for this

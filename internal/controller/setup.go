@@ -73,6 +73,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.gather = &gather.Cluster{Cache: mgr.GetClient(), Live: r.Live, Informers: mgr.GetCache()}
 	r.refs = newRefIndex()
+	r.arrivals = &arrivals{}
 	c := mgr.GetClient()
 	k := r.served()
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -99,7 +100,7 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&monitoringv1alpha1.ScrapeConfig{}, k.selecting(c, kindScrapeConfig)).
 		Watches(&monitoringv1.PrometheusRule{}, k.selecting(c, kindPrometheusRule)).
 		Watches(&corev1.Namespace{}, k.selecting(c, kindNamespace)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers, NewQueue: r.arrivals.newQueue(mgr.GetLogger())}).
 		Complete(r)
 }
 

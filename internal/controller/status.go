@@ -22,10 +22,16 @@ type statusUpdate struct {
 	paused       bool
 	reconciled   bool
 	reconcileErr *render.SpecError
+	// yielded: the apply stopped for a newer change (see applyObjects); no status is
+	// written, the reconcile that finishes writes it.
+	yielded bool
 }
 
 // writeStatus writes the status of obj, whose view for the shared renderer is p.
 func (r *PrometheusReconciler) writeStatus(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, st *statusUpdate) error {
+	if st.yielded {
+		return nil
+	}
 	k := r.served()
 	fl := promrender.FlavourOf(p)
 	countReconcileError(k.name, st)

@@ -472,8 +472,8 @@ func TestServiceAccount(t *testing.T) {
 			var got string
 			if sas := find[*corev1.ServiceAccount](objs); len(sas) > 0 {
 				got = only(t, sas).Name
-				if objs[0] != workload.Object(sas[0]) {
-					t.Errorf("the ServiceAccount is not the first object")
+				if i := slices.Index(objs, workload.Object(sas[0])); i > slices.IndexFunc(objs, isRBAC) {
+					t.Errorf("the ServiceAccount comes after the RBAC that binds it (at %d)", i)
 				}
 			}
 			if got != tc.want {
@@ -495,19 +495,24 @@ func TestServiceAccount(t *testing.T) {
 	}
 }
 
+func isRBAC(o workload.Object) bool {
+	return o.GetObjectKind().GroupVersionKind().Group == rbacv1.GroupName
+}
+
 func TestObjectsOrder(t *testing.T) {
 	objs := mustObjects(t, newPrometheus(withShards(2)), newOptions(discoveringEverywhere(), discoveringNodes()))
 	var kinds []string
 	for _, o := range objs {
 		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName())
 	}
+	// The config first: a change reaches it before anything else is written.
 	want := []string{
+		"Secret/prometheus-k8s",
 		"ServiceAccount/prometheus-k8s",
 		"ClusterRole/lookout:prometheus:monitoring:k8s",
 		"ClusterRoleBinding/lookout:prometheus:monitoring:k8s",
 		"Role/lookout:prometheus:monitoring:k8s",
 		"RoleBinding/lookout:prometheus:monitoring:k8s",
-		"Secret/prometheus-k8s",
 		"Secret/prometheus-k8s-web-config",
 		"Service/prometheus-operated",
 		"StatefulSet/prometheus-k8s",

@@ -54,10 +54,13 @@ type Options struct {
 	RBAC *RBACCache
 }
 
-// Objects returns every object for the Prometheus, in dependency order: ServiceAccount
-// (when generated), ClusterRole and ClusterRoleBinding (when needed), Roles and
-// RoleBindings, config Secret, web-config Secret, governing Service, Service,
-// StatefulSet(s). Every object has its TypeMeta set. Namespaced objects in the
+// Objects returns every object for the Prometheus, in the order they are applied: the
+// config pieces and the config Secret first, so that a change reaches the configuration
+// before anything else is written (on a start, before the thousand RBAC objects of a large
+// cluster); then the rule ConfigMaps, the ServiceAccount (when generated), ClusterRole and
+// ClusterRoleBinding (when needed), Roles and RoleBindings, web-config Secret, governing
+// Service, Service, and last the StatefulSet(s), so that a new pod finds everything it
+// mounts and may read. Every object has its TypeMeta set. Namespaced objects in the
 // Prometheus's namespace have an owner reference to it (a controller one, except on the
 // shared governing Service, see Shared); the others carry AnnotationOwner.
 //
@@ -74,17 +77,6 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error
 	}
 
 	var out []workload.Object
-	if sa := serviceAccount(p, opts); sa != nil {
-		out = append(out, sa)
-	}
-	rbacStart, rbac := len(out), opts.RBAC.objects(p, opts) // copies already
-	out = append(out, rbac...)
-	if len(opts.RuleConfigMaps) > RuleConfigMapSlots {
-		return nil, fmt.Errorf("render Prometheus %s/%s: %d rule ConfigMaps, at most %d can be mounted", p.Namespace, p.Name, len(opts.RuleConfigMaps), RuleConfigMapSlots)
-	}
-	for _, cm := range ruleConfigMaps(p, opts) {
-		out = append(out, cm)
-	}
 	if len(opts.ConfigPieces) > ConfigPieceSlots {
 		return nil, fmt.Errorf("render Prometheus %s/%s: %d config pieces, at most %d can be mounted", p.Namespace, p.Name, len(opts.ConfigPieces), ConfigPieceSlots)
 	}
@@ -93,6 +85,17 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error
 		out = append(out, s)
 	}
 	out = append(out, configSecret(p, opts))
+	if len(opts.RuleConfigMaps) > RuleConfigMapSlots {
+		return nil, fmt.Errorf("render Prometheus %s/%s: %d rule ConfigMaps, at most %d can be mounted", p.Namespace, p.Name, len(opts.RuleConfigMaps), RuleConfigMapSlots)
+	}
+	for _, cm := range ruleConfigMaps(p, opts) {
+		out = append(out, cm)
+	}
+	if sa := serviceAccount(p, opts); sa != nil {
+		out = append(out, sa)
+	}
+	rbacStart, rbac := len(out), opts.RBAC.objects(p, opts) // copies already
+	out = append(out, rbac...)
 	web, err := webConfigSecret(p, opts)
 	if err != nil {
 		return nil, fmt.Errorf("render Prometheus %s/%s: %w", p.Namespace, p.Name, err)

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // variedMonitors returns monitors that exercise the map-valued fields (selectors, params,
@@ -263,5 +265,53 @@ func TestAssembledConfigIsOneDocument(t *testing.T) {
 	}
 	if !bytes.Equal(again, res.Config()) {
 		t.Errorf("assembled config differs from a single marshal:\n--- assembled\n%s\n--- single\n%s", res.Config(), again)
+	}
+}
+
+// TestAParallelBuildGivesWhatOneGoroutineGives: a start builds its monitors on every core,
+// each core checking its own share in batches; the config, the verdicts (a bad regex in
+// every share) and the cache are those of a build on one core.
+func TestAParallelBuildGivesWhatOneGoroutineGives(t *testing.T) {
+	var sms []*monitoringv1.ServiceMonitor
+	for i := range 600 {
+		ep := endpoint(targetPortNumber(9000 + i%50))
+		if i%37 == 5 {
+			ep = endpoint(relabelings(relabelCfg("keep", []string{"a"}, "", "(")))
+		}
+		sm := newServiceMonitor(fmt.Sprintf("ns-%03d", i%120), fmt.Sprintf("sm-%03d", i), withEndpoints(ep))
+		sm.UID, sm.Generation = types.UID(fmt.Sprint("uid-", i)), 1
+		sms = append(sms, sm)
+	}
+	render := func(procs int) (*Result, *Cache) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		in := newInput(newPrometheus(), sms)
+		in.Cache = NewCache()
+		res, err := Generate(in)
+		if err != nil {
+			t.Fatalf("Generate on %d cores: %v", procs, err)
+		}
+		return res, in.Cache
+	}
+	want, wantCache := render(1)
+	rejected := 0
+	for _, v := range want.Verdicts {
+		if !v.Accepted {
+			rejected++
+		}
+	}
+	if rejected != 17 {
+		t.Fatalf("%d monitors rejected on one core, want 17", rejected)
+	}
+	for _, procs := range []int{2, 3, 8} {
+		got, gotCache := render(procs)
+		if !bytes.Equal(got.Config(), want.Config()) {
+			t.Errorf("%d cores: the config differs from one core's", procs)
+		}
+		if !reflect.DeepEqual(got.Verdicts, want.Verdicts) {
+			t.Errorf("%d cores: the verdicts differ from one core's", procs)
+		}
+		if gotCache.Len() != wantCache.Len() || gotCache.Misses != len(sms) {
+			t.Errorf("%d cores: cache of %d entries after %d misses, one core: %d entries", procs, gotCache.Len(), gotCache.Misses, wantCache.Len())
+		}
 	}
 }

@@ -15,9 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -244,8 +246,8 @@ func generate(in Input) (*Result, error) {
 	monitors := g.monitors(in)
 	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)), Head: g.globalYAML, Tail: tail}
 	chosen := make([]*cacheEntry, 0, len(monitors)) // by verdict; nil for duplicates
-	var pending []*candidate
-	pendingBytes, used := 0, 0
+	var misses []miss
+	used := 0
 
 	for i, m := range monitors {
 		ns, name := m.obj.GetNamespace(), m.obj.GetName()
@@ -268,33 +270,21 @@ func generate(in Input) (*Result, error) {
 			continue
 		}
 		cache.Misses++
-		e, c, err := g.build(m, uid, generation)
-		if err != nil {
-			return nil, err
-		}
-		e.kind, e.ns, e.name, e.key = m.kind, ns, name, m.kind+"/"+ns+"/"+name
+		misses = append(misses, miss{at: len(chosen), monitor: m})
+		chosen = append(chosen, nil) // built below
+	}
+	if err := g.buildAll(misses); err != nil {
+		return nil, err
+	}
+	for _, ms := range misses {
+		e := ms.entry
 		if e.cacheable {
 			e.epoch = cache.epoch
-			cache.entries[uid] = e
+			cache.entries[e.uid] = e
 			used++
 		}
-		chosen = append(chosen, e)
-		if c != nil {
-			pending = append(pending, c)
-			pendingBytes += len(e.fragment)
-		}
-		// Every monitor's jobs must pass Prometheus's loader on their own. A job's validity
-		// depends only on itself and the global section (and on job names being unique, which
-		// they are by construction: kind, namespace and name are in every name and duplicates
-		// are refused above), so monitors are loaded in batches, and only a batch that fails is
-		// loaded monitor by monitor to find whose fault it is. A batch is checked as soon as it
-		// is full, so that the jobs built for it are garbage before the next are built.
-		if pendingBytes >= checkBatchBytes {
-			g.check(pending)
-			pending, pendingBytes = pending[:0], 0
-		}
+		chosen[ms.at] = e
 	}
-	g.check(pending)
 
 	// Forget the monitors this render did not use.
 	if len(cache.entries) > used {
@@ -368,6 +358,73 @@ func (r *Result) Config() []byte { return append(assemble(r.Head, r.Groups, r.Si
 
 // AdditionalGroupKey is the Group of the additional scrape configs.
 const AdditionalGroupKey = "additionalScrapeConfigs"
+
+// miss is a monitor the cache could not answer for: built by buildAll into entry, which
+// goes to chosen[at].
+type miss struct {
+	at      int
+	monitor monitor
+	entry   *cacheEntry
+}
+
+// parallelBuildMin is the number of monitors to build below which one goroutine does it
+// all: a change builds one, a start thousands.
+const parallelBuildMin = 64
+
+// buildAll builds and checks the misses. Each monitor's entry depends on that monitor and
+// the generator alone, so on a start (every monitor a miss) the work is split into one
+// contiguous share per core, each built by a copy of the generator with the loader's
+// checks batched within the share. The result is the same whatever the split.
+func (g *generator) buildAll(misses []miss) error {
+	workers := min(runtime.GOMAXPROCS(0), len(misses)/parallelBuildMin)
+	if workers <= 1 {
+		return g.buildShare(misses)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		share := misses[w*len(misses)/workers : (w+1)*len(misses)/workers]
+		own := *g // its own reads; everything else is only read
+		wg.Go(func() { errs[w] = own.buildShare(share) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// buildShare builds the monitors of misses one after the other and checks their jobs with
+// Prometheus's loader.
+//
+// Every monitor's jobs must pass the loader on their own. A job's validity depends only on
+// itself and the global section (and on job names being unique, which they are by
+// construction: kind, namespace and name are in every name and duplicates are refused
+// before), so monitors are loaded in batches, and only a batch that fails is loaded
+// monitor by monitor to find whose fault it is. A batch is checked as soon as it is full,
+// so that the jobs built for it are garbage before the next are built.
+func (g *generator) buildShare(misses []miss) error {
+	var pending []*candidate
+	pendingBytes := 0
+	for i := range misses {
+		ms := &misses[i]
+		m := ms.monitor
+		ns, name := m.obj.GetNamespace(), m.obj.GetName()
+		e, c, err := g.build(m, m.obj.GetUID(), m.obj.GetGeneration())
+		if err != nil {
+			return err
+		}
+		e.kind, e.ns, e.name, e.key = m.kind, ns, name, m.kind+"/"+ns+"/"+name
+		ms.entry = e
+		if c != nil {
+			pending = append(pending, c)
+			pendingBytes += len(e.fragment)
+		}
+		if pendingBytes >= checkBatchBytes {
+			g.check(pending)
+			pending, pendingBytes = pending[:0], 0
+		}
+	}
+	g.check(pending)
+	return nil
+}
 
 // candidate is a monitor whose jobs were built and now wait for the loader's word.
 type candidate struct {
