@@ -39,6 +39,7 @@ type flags struct {
 	workers  int
 	keep     bool
 	report   bool
+	hold     bool
 }
 
 func main() {
@@ -52,6 +53,7 @@ func main() {
 	flag.IntVar(&f.workers, "workers", 32, "goroutines creating the setup objects")
 	flag.BoolVar(&f.keep, "keep-logs", true, "keep the operator logs under _output/bench")
 	flag.BoolVar(&f.report, "report-only", false, "run nothing: print the table from -out and rewrite the -doc section")
+	flag.BoolVar(&f.hold, "hold", false, "create the scenario's objects, print the kubeconfig, and keep the control plane until interrupted, without starting the operator (to run it by hand)")
 	flag.Parse()
 	if err := run(f); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -188,6 +188,11 @@ func runScenario(ctx context.Context, sc scenario, f flags, root, bin, dir strin
 	}
 	res.SetupObjects, res.SetupSeconds = n, time.Since(start).Seconds()
 	logf("%s: created %d objects in %.1fs", sc.Name, n, res.SetupSeconds)
+	if f.hold {
+		logf("%s: holding the control plane until interrupted; KUBECONFIG=%s", sc.Name, kubeconfig)
+		<-ctx.Done()
+		return res, ctx.Err()
+	}
 
 	watchCtx, cancelWatches := context.WithCancel(ctx)
 	defer cancelWatches()

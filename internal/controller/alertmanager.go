@@ -40,7 +40,7 @@ func (alertmanagerKind) render(ctx context.Context, g *gather.Cluster, opts Opti
 		return nil, err
 	}
 	in.Inputs.ReloaderImage = opts.ReloaderImage
-	selected := map[string]client.Object{}
+	selected := map[objectKey]client.Object{}
 	for _, c := range in.Inputs.Configs {
 		selected[verdictKey(monitoringv1alpha1.AlertmanagerConfigKind, c.Namespace, c.Name)] = c
 	}

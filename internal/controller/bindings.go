@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -144,8 +144,13 @@ func wrap[T any](err error, items []T, f func(*T) boundObject) ([]boundObject, e
 	return out, nil
 }
 
+// objectKey names a selected object by kind, namespace and name: the key of the verdicts
+// and of the selected objects (a struct, not a joined string: thousands are made per
+// reconcile, and a struct key allocates nothing).
+type objectKey struct{ kind, namespace, name string }
+
 // verdictKey is how syncBindings looks up the verdict on an object.
-func verdictKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+func verdictKey(kind, namespace, name string) objectKey { return objectKey{kind, namespace, name} }
 
 // writeBindings updates status.bindings on every ServiceMonitor, PodMonitor,
 // Probe, ScrapeConfig and PrometheusRule: an entry for each selected one,
@@ -158,7 +163,7 @@ func verdictKey(kind, namespace, name string) string { return kind + "/" + names
 // verdict reads and writes nothing here; one new monitor costs one patch,
 // not a walk over thousands of monitors. selected holds the selected objects
 // by verdictKey.
-func (r *PrometheusReconciler) writeBindings(ctx context.Context, owner client.Object, verdicts []scrape.Verdict, selected map[string]client.Object) error {
+func (r *PrometheusReconciler) writeBindings(ctx context.Context, owner client.Object, verdicts []scrape.Verdict, selected map[objectKey]client.Object) error {
 	mem := r.memoryOf(client.ObjectKeyFromObject(owner))
 	return writeBindings(ctx, r.Client, owner, &mem.bound, boundLists, verdicts, selected)
 }
@@ -167,16 +172,28 @@ func (r *PrometheusReconciler) writeBindings(ctx context.Context, owner client.O
 // (owner): lists lists every object of the kinds it binds, bound is its memory of the
 // last successful write.
 func writeBindings(ctx context.Context, c client.Client, owner client.Object, bound *[]boundVerdict,
-	lists []func(context.Context, client.Reader) ([]boundObject, error), verdicts []scrape.Verdict, selected map[string]client.Object) error {
+	lists []func(context.Context, client.Reader) ([]boundObject, error), verdicts []scrape.Verdict, selected map[objectKey]client.Object) error {
 	// The usual reconcile: the same verdicts, in the same order, on the same
 	// objects as the last successful write. Nothing to do, nothing to build.
 	last, written := *bound, *bound != nil
 	if written && verdicts != nil && sameBound(last, verdicts, selected) {
 		return nil
 	}
-	*bound = nil // known again once this write has fully succeeded
-	want := make(map[string]verdict, len(verdicts))
-	state := make(map[string]boundState, len(verdicts))
+	lastAll := last // the whole list; last is trimmed below
+	*bound = nil         // known again once this write has fully succeeded
+	// After a change, the verdicts are mostly those last written, in the same order: only
+	// the part between the common head and tail can differ, and only it is compared.
+	head, tail := 0, 0
+	if written && verdicts != nil && !anyDuplicate(verdicts) && !anyDuplicateBound(last) {
+		head, tail = commonEnds(last, verdicts, selected)
+	}
+	allVerdicts := verdicts
+	verdicts = verdicts[head : len(verdicts)-tail]
+	if written {
+		last = last[head : len(last)-tail]
+	}
+	want := make(map[objectKey]verdict, len(verdicts))
+	state := make(map[objectKey]boundState, len(verdicts))
 	for _, v := range verdicts {
 		k := verdictKey(v.Kind, v.Namespace, v.Name)
 		want[k] = verdict{Accepted: v.Accepted, Reason: v.Reason, Message: v.Message, Generation: v.Generation}
@@ -186,9 +203,9 @@ func writeBindings(ctx context.Context, c client.Client, owner client.Object, bo
 		}
 		state[k] = st
 	}
-	var prev map[string]boundState
+	var prev map[objectKey]boundState
 	if written {
-		prev = make(map[string]boundState, len(last))
+		prev = make(map[objectKey]boundState, len(last))
 		for _, b := range last {
 			prev[verdictKey(b.Kind, b.Namespace, b.Name)] = boundState{uid: b.uid,
 				verdict: verdict{Accepted: b.Accepted, Reason: b.Reason, Message: b.Message, Generation: b.Generation}}
@@ -235,14 +252,46 @@ func writeBindings(ctx context.Context, c client.Client, owner client.Object, bo
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if verdicts != nil {
-		list := make([]boundVerdict, len(verdicts))
-		for i, v := range verdicts {
-			list[i] = boundVerdict{Verdict: v, uid: state[verdictKey(v.Kind, v.Namespace, v.Name)].uid}
+	if allVerdicts != nil {
+		list := make([]boundVerdict, 0, len(allVerdicts))
+		list = append(list, lastAll[:head]...)
+		for _, v := range verdicts {
+			list = append(list, boundVerdict{Verdict: v, uid: state[verdictKey(v.Kind, v.Namespace, v.Name)].uid})
 		}
+		list = append(list, lastAll[len(lastAll)-tail:]...)
 		*bound = list
 	}
 	return nil
+}
+
+// commonEnds returns how many verdicts at the head and at the tail of verdicts are, on
+// the objects selected, exactly those last written at the same ends of last.
+func commonEnds(last []boundVerdict, verdicts []scrape.Verdict, selected map[objectKey]client.Object) (head, tail int) {
+	same := func(b boundVerdict, v scrape.Verdict) bool {
+		if b.Verdict != v {
+			return false
+		}
+		o := selected[verdictKey(v.Kind, v.Namespace, v.Name)]
+		return o != nil && o.GetUID() == b.uid
+	}
+	n := min(len(last), len(verdicts))
+	for head < n && same(last[head], verdicts[head]) {
+		head++
+	}
+	for tail < n-head && same(last[len(last)-1-tail], verdicts[len(verdicts)-1-tail]) {
+		tail++
+	}
+	return head, tail
+}
+
+// anyDuplicate: an object given twice has two verdicts, the second a refusal; the
+// head-and-tail comparison assumes one per object, so such lists are compared whole.
+func anyDuplicate(verdicts []scrape.Verdict) bool {
+	return slices.ContainsFunc(verdicts, func(v scrape.Verdict) bool { return v.Reason == scrape.ReasonDuplicate })
+}
+
+func anyDuplicateBound(last []boundVerdict) bool {
+	return slices.ContainsFunc(last, func(b boundVerdict) bool { return b.Reason == scrape.ReasonDuplicate })
 }
 
 // boundVerdict is one verdict as written, with the UID of its object.
@@ -253,7 +302,7 @@ type boundVerdict struct {
 
 // sameBound says whether verdicts, on the objects selected, are exactly
 // those last written.
-func sameBound(last []boundVerdict, verdicts []scrape.Verdict, selected map[string]client.Object) bool {
+func sameBound(last []boundVerdict, verdicts []scrape.Verdict, selected map[objectKey]client.Object) bool {
 	if len(last) != len(verdicts) {
 		return false
 	}
@@ -295,9 +344,8 @@ func asBound(o client.Object) boundObject {
 }
 
 // getBound reads one object by verdictKey from the cache; nil when it is gone.
-func getBound(ctx context.Context, c client.Reader, k string) (boundObject, error) {
-	kind, rest, _ := strings.Cut(k, "/")
-	ns, name, _ := strings.Cut(rest, "/")
+func getBound(ctx context.Context, c client.Reader, k objectKey) (boundObject, error) {
+	kind, ns, name := k.kind, k.namespace, k.name
 	var obj client.Object
 	switch kind {
 	case monitoringv1.ServiceMonitorsKind:
@@ -337,11 +385,11 @@ type bindingPatch struct {
 // objects share one list; the writes go out from a bounded pool and every
 // failure is reported (an object deleted meanwhile is not one). The objects
 // themselves are never modified: they may be the informer cache's.
-func (r *PrometheusReconciler) syncBindings(ctx context.Context, p *monitoringv1.Prometheus, objects []boundObject, verdicts map[string]verdict) error {
+func (r *PrometheusReconciler) syncBindings(ctx context.Context, p *monitoringv1.Prometheus, objects []boundObject, verdicts map[objectKey]verdict) error {
 	return syncBindings(ctx, r.Client, p, objects, verdicts)
 }
 
-func syncBindings(ctx context.Context, c client.Client, owner client.Object, objects []boundObject, verdicts map[string]verdict) error {
+func syncBindings(ctx context.Context, c client.Client, owner client.Object, objects []boundObject, verdicts map[objectKey]verdict) error {
 	return sendBindings(ctx, c, planBindings(owner, objects, verdicts))
 }
 
@@ -349,7 +397,7 @@ func syncBindings(ctx context.Context, c client.Client, owner client.Object, obj
 // copies the patches are made on are taken only when each is sent, so that a
 // first write over thousands of objects holds a few copies at a time, not one
 // per object.
-func planBindings(p client.Object, objects []boundObject, verdicts map[string]verdict) []bindingPatch {
+func planBindings(p client.Object, objects []boundObject, verdicts map[objectKey]verdict) []bindingPatch {
 	var plan []bindingPatch
 	for _, obj := range objects {
 		v, selected := verdicts[verdictKey(obj.kind(), obj.GetNamespace(), obj.GetName())]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -226,7 +227,7 @@ func TestPlanningBindingsNeverModifiesTheListedObjects(t *testing.T) {
 		before[i] = sm.DeepCopy()
 		objects[i] = serviceMonitor{sm}
 	}
-	verdicts := map[string]verdict{
+	verdicts := map[objectKey]verdict{
 		verdictKey(monitoringv1.ServiceMonitorsKind, "a", "update"): {Accepted: false, Reason: "InvalidRegex", Generation: 2},
 		verdictKey(monitoringv1.ServiceMonitorsKind, "a", "add"):    {Accepted: true, Generation: 1},
 	}
@@ -274,7 +275,7 @@ func TestPlanningBindingsNeverModifiesTheListedObjects(t *testing.T) {
 func TestBindingWritesStopWhenTheContextIsDone(t *testing.T) {
 	p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: "mon", Name: "main"}}
 	var objects []boundObject
-	verdicts := map[string]verdict{}
+	verdicts := map[objectKey]verdict{}
 	for i := range 40 {
 		sm := testServiceMonitor("a", fmt.Sprintf("sm-%d", i))
 		sm.ResourceVersion = "1"
@@ -302,7 +303,7 @@ func TestBindingWritesStopWhenTheContextIsDone(t *testing.T) {
 func TestWriteBindingsVisitsOnlyWhatChangedAfterTheFirstWrite(t *testing.T) {
 	p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: "mon", Name: "main"}}
 	var sms []client.Object
-	selected := map[string]client.Object{}
+	selected := map[objectKey]client.Object{}
 	var verdicts []scrape.Verdict
 	for i := range 50 {
 		sm := testServiceMonitor("team", fmt.Sprintf("sm-%02d", i))
@@ -376,4 +377,28 @@ func TestWriteBindingsVisitsOnlyWhatChangedAfterTheFirstWrite(t *testing.T) {
 	again.UID = "new-uid"
 	selected[k] = again
 	step("one monitor recreated under the same name", 0, 1)
+	step("nothing changed after the recreation", 0, 0)
+
+	// A new monitor in the middle, then a change at the very end: only the part between
+	// the common head and tail is compared, and what is remembered is the whole list.
+	added := testServiceMonitor("team", "sm-20a")
+	added.UID = "uid-sm-20a"
+	if err := c.Create(ctx, added); err != nil {
+		t.Fatal(err)
+	}
+	selected[verdictKey(monitoringv1.ServiceMonitorsKind, added.Namespace, added.Name)] = added
+	at := slices.IndexFunc(verdicts, func(v scrape.Verdict) bool { return v.Name == "sm-21" })
+	verdicts = slices.Insert(verdicts, at, scrape.Verdict{Kind: monitoringv1.ServiceMonitorsKind, Namespace: "team", Name: "sm-20a", Generation: 1, Accepted: true})
+	step("one monitor added in the middle", 0, 1)
+	step("nothing changed after the addition", 0, 0)
+	last := &verdicts[len(verdicts)-1]
+	last.Accepted, last.Reason, last.Message = false, "InvalidRegex", "bad"
+	step("the last verdict changed", 0, 1)
+	step("nothing changed after the last one", 0, 0)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "team", Name: last.Name}, &sm); err != nil {
+		t.Fatal(err)
+	}
+	if i := bindingIndex(sm.Status.Bindings, p); i < 0 || sm.Status.Bindings[i].Conditions[0].Status != monitoringv1.ConditionFalse {
+		t.Errorf("%s does not carry its rejection: %+v", last.Name, sm.Status.Bindings)
+	}
 }

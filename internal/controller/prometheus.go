@@ -208,7 +208,7 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // render gathers and renders; it also returns the selected objects keyed
 // "<Kind>/<namespace>/<name>", for Events.
-func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, phases *phaseTimer) (*render.Desired, map[string]client.Object, error) {
+func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, phases *phaseTimer) (*render.Desired, map[objectKey]client.Object, error) {
 	g, err := r.gather.Prometheus(ctx, p)
 	phases.done("gather")
 	if err != nil {
@@ -217,8 +217,8 @@ func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p 
 	r.refs.set(client.ObjectKeyFromObject(p), g.Refs)
 	g.Inputs.ReloaderImage = r.Options.ReloaderImage
 	g.Inputs.Cache = r.memoryOf(client.ObjectKeyFromObject(p)).render
-	selected := map[string]client.Object{}
-	add := func(kind string, o client.Object) { selected[kind+"/"+o.GetNamespace()+"/"+o.GetName()] = o }
+	selected := map[objectKey]client.Object{}
+	add := func(kind string, o client.Object) { selected[verdictKey(kind, o.GetNamespace(), o.GetName())] = o }
 	for _, o := range g.Inputs.ServiceMonitors {
 		add(monitoringv1.ServiceMonitorsKind, o)
 	}
@@ -551,7 +551,7 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 
 // reportVerdicts emits an Event on a monitor when its verdict for this
 // Prometheus changes (rejected, or accepted again), not on every reconcile.
-func (r *PrometheusReconciler) reportVerdicts(owner client.Object, verdicts []scrape.Verdict, selected map[string]client.Object) {
+func (r *PrometheusReconciler) reportVerdicts(owner client.Object, verdicts []scrape.Verdict, selected map[objectKey]client.Object) {
 	mem := r.memoryOf(client.ObjectKeyFromObject(owner))
 	reportVerdicts(r.Recorder, owner, r.served().name, &mem.verdicts, &mem.verdictsKnown, verdicts, selected)
 }
@@ -559,7 +559,7 @@ func (r *PrometheusReconciler) reportVerdicts(owner client.Object, verdicts []sc
 // reportVerdicts emits an Event on a selected object when owner's verdict on it
 // changes: rejected, or accepted again. last and known are owner's memory of
 // the verdicts last reported.
-func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind string, last *[]scrape.Verdict, known *bool, verdicts []scrape.Verdict, selected map[string]client.Object) {
+func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind string, last *[]scrape.Verdict, known *bool, verdicts []scrape.Verdict, selected map[objectKey]client.Object) {
 	prev := *last
 	if *known && slices.Equal(prev, verdicts) {
 		return // the usual reconcile: no verdict changed
@@ -569,17 +569,17 @@ func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind s
 	// Only rejections make Events worth comparing with: a rejection that is
 	// new or different, and an acceptance after a rejection. Accepted is the
 	// normal case and stays quiet. So only the last rejections are indexed.
-	rejected := map[string]scrape.Verdict{}
+	rejected := map[objectKey]scrape.Verdict{}
 	for _, v := range prev {
 		if !v.Accepted {
-			rejected[v.Kind+"/"+v.Namespace+"/"+v.Name] = v
+			rejected[verdictKey(v.Kind, v.Namespace, v.Name)] = v
 		}
 	}
 	for _, v := range verdicts {
 		if v.Accepted && len(rejected) == 0 {
 			continue
 		}
-		k := v.Kind + "/" + v.Namespace + "/" + v.Name
+		k := verdictKey(v.Kind, v.Namespace, v.Name)
 		old, wasRejected := rejected[k]
 		if v.Accepted && !wasRejected {
 			continue // accepted before too, or new

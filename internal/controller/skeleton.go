@@ -72,7 +72,7 @@ type rendered struct {
 	verdicts []scrape.Verdict
 	// selected are the selected objects by verdictKey; refs the referenced objects
 	// ("<Kind>/<namespace>/<name>") whose events must reconcile.
-	selected map[string]client.Object
+	selected map[objectKey]client.Object
 	refs     []string
 }
 

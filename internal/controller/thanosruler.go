@@ -37,7 +37,7 @@ func (thanosRulerKind) render(ctx context.Context, g *gather.Cluster, opts Optio
 		return nil, err
 	}
 	in.Inputs.ReloaderImage = opts.ReloaderImage
-	selected := map[string]client.Object{}
+	selected := map[objectKey]client.Object{}
 	for _, pr := range in.Inputs.Rules {
 		selected[verdictKey(monitoringv1.PrometheusRuleKind, pr.Namespace, pr.Name)] = pr
 	}

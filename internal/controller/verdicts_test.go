@@ -25,7 +25,7 @@ func (l *eventLog) AnnotatedEventf(regarding, related runtime.Object, annotation
 
 func TestVerdictEventsOnlyWhenARejectionAppearsChangesOrEnds(t *testing.T) {
 	p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: "mon", Name: "main"}}
-	selected := map[string]client.Object{}
+	selected := map[objectKey]client.Object{}
 	for _, n := range []string{"a", "b", "c"} {
 		selected[verdictKey(monitoringv1.ServiceMonitorsKind, "ns", n)] = &monitoringv1.ServiceMonitor{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n}}
 	}
