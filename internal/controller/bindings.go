@@ -180,7 +180,7 @@ func writeBindings(ctx context.Context, c client.Client, owner client.Object, bo
 		return nil
 	}
 	lastAll := last // the whole list; last is trimmed below
-	*bound = nil         // known again once this write has fully succeeded
+	*bound = nil    // known again once this write has fully succeeded
 	// After a change, the verdicts are mostly those last written, in the same order: only
 	// the part between the common head and tail can differ, and only it is compared.
 	head, tail := 0, 0

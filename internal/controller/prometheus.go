@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -56,6 +57,9 @@ type PrometheusReconciler struct {
 	refs   *refIndex
 	// arrivals counts the requests queued per object (nil in unit tests: never yield).
 	arrivals *arrivals
+	// informers is the manager's cache, whose Secret and ConfigMap metadata informers
+	// are waited for before an apply (nil in unit tests: not waited for).
+	informers ctrlcache.Informers
 	// kind is what is served: a Prometheus when nil, else a PrometheusAgent (agentKind).
 	kind *servedKind
 
@@ -172,6 +176,9 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	r.reportVerdicts(obj, desired.Verdicts, selected)
 
 	retained, retainedDue, err := r.retainShards(ctx, obj, p, desired.Objects)
+	if err == nil && r.informers != nil {
+		err = metadataSynced(ctx, r.informers)
+	}
 	if err == nil {
 		mem := r.memoryOf(req.NamespacedName)
 		y := &yielding{newer: newer, previous: mem.inFlight, configWritten: func() {
@@ -523,6 +530,11 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, obj client.Object, 
 		return nil
 	}
 	kind := r.served().name
+	if r.informers != nil {
+		if err := metadataSynced(ctx, r.informers); err != nil {
+			return err
+		}
+	}
 	if wg := r.memoryOf(client.ObjectKeyFromObject(p)).inFlight; wg != nil {
 		wg.Wait() // an object created after the prune would be left behind
 	}

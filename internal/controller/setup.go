@@ -2,24 +2,30 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/lookout-operator/lookout/internal/apply"
 	"github.com/lookout-operator/lookout/internal/gather"
@@ -74,6 +80,7 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.gather = &gather.Cluster{Cache: mgr.GetClient(), Live: r.Live, Informers: mgr.GetCache()}
 	r.refs = newRefIndex()
 	r.arrivals = &arrivals{}
+	r.informers = mgr.GetCache()
 	c := mgr.GetClient()
 	k := r.served()
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -90,10 +97,15 @@ func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.newObject())).
 		// Secrets are cached as metadata only. Owned ones (the config) revert
 		// drift; referenced ones (credentials) re-render the monitors.
-		WatchesMetadata(&corev1.Secret{}, r.metadataHandler("Secret")).
 		// Rule ConfigMaps (drift and deletion are reverted) and ConfigMaps
 		// that monitors reference (TLS material, OAuth2 client IDs).
-		WatchesMetadata(&corev1.ConfigMap{}, r.metadataHandler("ConfigMap")).
+		// In a large cluster these two informers are the last to sync (tens of
+		// thousands of objects), and the render does not read them (it reads the
+		// referenced objects by name): the workers start without waiting for them, and
+		// a reconcile waits for them only before it applies (metadataSynced), so that
+		// the first render runs while they sync.
+		WatchesRawSource(notWaitedFor{source.Kind(mgr.GetCache(), metadataObject("Secret"), r.metadataHandler("Secret"))}).
+		WatchesRawSource(notWaitedFor{source.Kind(mgr.GetCache(), metadataObject("ConfigMap"), r.metadataHandler("ConfigMap"))}).
 		Watches(&monitoringv1.ServiceMonitor{}, k.selecting(c, kindServiceMonitor)).
 		Watches(&monitoringv1.PodMonitor{}, k.selecting(c, kindPodMonitor)).
 		Watches(&monitoringv1.Probe{}, k.selecting(c, kindProbe)).
@@ -314,4 +326,41 @@ func (x *refIndex) referrers(key string) []types.NamespacedName {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// metadataObject is the metadata-only form of a core kind, as its informer caches it.
+func metadataObject(kind string) client.Object {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	return m
+}
+
+// notWaitedFor is a source whose informer the controller does not wait for before its
+// workers start (it is not a SyncingSource).
+type notWaitedFor struct {
+	source.TypedSource[reconcile.Request]
+}
+
+// metadataKinds are the kinds watched through notWaitedFor sources.
+var metadataKinds = []string{"Secret", "ConfigMap"}
+
+// metadataSynced waits until the metadata informers of metadataKinds have synced: the
+// applier reads Secrets and ConfigMaps from them, and an object missing from an informer
+// that has not synced yet would look absent.
+func metadataSynced(ctx context.Context, informers ctrlcache.Informers) error {
+	for _, kind := range metadataKinds {
+		inf, err := informers.GetInformer(ctx, metadataObject(kind), ctrlcache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		if inf.HasSynced() {
+			continue
+		}
+		if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+			return inf.HasSynced(), nil
+		}); err != nil {
+			return fmt.Errorf("wait for the %s informer to sync: %w", kind, err)
+		}
+	}
+	return nil
 }
