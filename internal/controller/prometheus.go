@@ -206,16 +206,17 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	// written off this reconcile: the next change does not wait for them.
 	verdicts := desired.Verdicts
 	err = r.Bindings.submit(ctx, k.name+"/"+p.Namespace+"/"+p.Name, func(ctx context.Context) error {
-		return r.writeBindings(ctx, obj, verdicts, selected)
+		return r.writeBindings(ctx, obj, verdicts, selected())
 	})
 	phases.done("bindings")
 	// A retained shard is deleted when its period has passed: look again then.
 	return ctrl.Result{RequeueAfter: retainedDue}, err
 }
 
-// render gathers and renders; it also returns the selected objects keyed
-// "<Kind>/<namespace>/<name>", for Events.
-func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, phases *phaseTimer) (*render.Desired, map[objectKey]client.Object, error) {
+// render gathers and renders; it also returns the selected objects by objectKey, for
+// Events and bindings, built on first use: a change that needs neither (the usual one,
+// for Events; bindings are written off the reconcile) does not index thousands of them.
+func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, phases *phaseTimer) (*render.Desired, func() map[objectKey]client.Object, error) {
 	g, err := r.gather.Prometheus(ctx, p)
 	phases.done("gather")
 	if err != nil {
@@ -224,23 +225,27 @@ func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p 
 	r.refs.set(client.ObjectKeyFromObject(p), g.Refs)
 	g.Inputs.ReloaderImage = r.Options.ReloaderImage
 	g.Inputs.Cache = r.memoryOf(client.ObjectKeyFromObject(p)).render
-	selected := map[objectKey]client.Object{}
-	add := func(kind string, o client.Object) { selected[verdictKey(kind, o.GetNamespace(), o.GetName())] = o }
-	for _, o := range g.Inputs.ServiceMonitors {
-		add(monitoringv1.ServiceMonitorsKind, o)
-	}
-	for _, o := range g.Inputs.PodMonitors {
-		add(monitoringv1.PodMonitorsKind, o)
-	}
-	for _, o := range g.Inputs.Probes {
-		add(monitoringv1.ProbesKind, o)
-	}
-	for _, o := range g.Inputs.ScrapeConfigs {
-		add(monitoringv1alpha1.ScrapeConfigsKind, o)
-	}
-	for _, o := range g.Inputs.Rules {
-		add(monitoringv1.PrometheusRuleKind, o)
-	}
+	in := g.Inputs
+	selected := sync.OnceValue(func() map[objectKey]client.Object {
+		m := make(map[objectKey]client.Object, len(in.ServiceMonitors)+len(in.PodMonitors)+len(in.Probes)+len(in.ScrapeConfigs)+len(in.Rules))
+		add := func(kind string, o client.Object) { m[verdictKey(kind, o.GetNamespace(), o.GetName())] = o }
+		for _, o := range in.ServiceMonitors {
+			add(monitoringv1.ServiceMonitorsKind, o)
+		}
+		for _, o := range in.PodMonitors {
+			add(monitoringv1.PodMonitorsKind, o)
+		}
+		for _, o := range in.Probes {
+			add(monitoringv1.ProbesKind, o)
+		}
+		for _, o := range in.ScrapeConfigs {
+			add(monitoringv1alpha1.ScrapeConfigsKind, o)
+		}
+		for _, o := range in.Rules {
+			add(monitoringv1.PrometheusRuleKind, o)
+		}
+		return m
+	})
 	d, err := r.served().render(obj, g.Inputs)
 	phases.done("render")
 	renderCacheMonitors.WithLabelValues("hit").Add(float64(g.Inputs.Cache.Scrape.Hits))
@@ -563,7 +568,7 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 
 // reportVerdicts emits an Event on a monitor when its verdict for this
 // Prometheus changes (rejected, or accepted again), not on every reconcile.
-func (r *PrometheusReconciler) reportVerdicts(owner client.Object, verdicts []scrape.Verdict, selected map[objectKey]client.Object) {
+func (r *PrometheusReconciler) reportVerdicts(owner client.Object, verdicts []scrape.Verdict, selected func() map[objectKey]client.Object) {
 	mem := r.memoryOf(client.ObjectKeyFromObject(owner))
 	reportVerdicts(r.Recorder, owner, r.served().name, &mem.verdicts, &mem.verdictsKnown, verdicts, selected)
 }
@@ -571,7 +576,8 @@ func (r *PrometheusReconciler) reportVerdicts(owner client.Object, verdicts []sc
 // reportVerdicts emits an Event on a selected object when owner's verdict on it
 // changes: rejected, or accepted again. last and known are owner's memory of
 // the verdicts last reported.
-func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind string, last *[]scrape.Verdict, known *bool, verdicts []scrape.Verdict, selected map[objectKey]client.Object) {
+// selected gives the selected objects by objectKey; it is called only when an Event is due.
+func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind string, last *[]scrape.Verdict, known *bool, verdicts []scrape.Verdict, selected func() map[objectKey]client.Object) {
 	prev := *last
 	if *known && slices.Equal(prev, verdicts) {
 		return // the usual reconcile: no verdict changed
@@ -599,7 +605,7 @@ func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind s
 		if !v.Accepted && wasRejected && old.Reason == v.Reason && old.Message == v.Message {
 			continue // the same rejection as before
 		}
-		obj := selected[k]
+		obj := selected()[k]
 		if obj == nil {
 			continue
 		}
