@@ -155,7 +155,7 @@ const takeOverHash = "taking-over"
 // rule file left in a rule ConfigMap would otherwise keep firing. Other kinds are applied
 // as they are (StatefulSets are recreated instead, see compare).
 func (a *Applier) takeOver(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, desired *unstructured.Unstructured, fieldManager string) error {
-	if gk := gvk.GroupKind(); gk.Group != "" || (gk.Kind != "Secret" && gk.Kind != "ConfigMap") {
+	if !metadataOnly(gvk.GroupKind()) {
 		return nil
 	}
 	live := &unstructured.Unstructured{}
@@ -211,7 +211,7 @@ func (a *Applier) takeOver(ctx context.Context, gvk schema.GroupVersionKind, key
 // compare reports whether desired must be sent, and as what.
 func (a *Applier) compare(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, desired *unstructured.Unstructured, hash string) (Result, error) {
 	gk := gvk.GroupKind()
-	if gk == (schema.GroupKind{Kind: "Secret"}) || gk == (schema.GroupKind{Kind: "ConfigMap"}) {
+	if metadataOnly(gk) {
 		return a.compareMetadataOnly(ctx, gvk, key, desired, hash)
 	}
 	live := &unstructured.Unstructured{}
@@ -282,7 +282,7 @@ func (a *Applier) upToDate(ctx context.Context, desired client.Object, hash stri
 	key := client.ObjectKeyFromObject(desired)
 	var live metav1.Object
 	switch {
-	case gk == (schema.GroupKind{Kind: "Secret"}) || gk == (schema.GroupKind{Kind: "ConfigMap"}):
+	case metadataOnly(gk):
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(gvk)
 		if a.metadata().Get(ctx, key, meta, client.UnsafeDisableDeepCopy) != nil { // read only
@@ -351,6 +351,12 @@ func (a *Applier) compareMetadataOnly(ctx context.Context, gvk schema.GroupVersi
 }
 
 var statefulSetKind = schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+
+// metadataOnly: Secrets and ConfigMaps are cached as metadata only (their contents are
+// read by name when needed).
+func metadataOnly(gk schema.GroupKind) bool {
+	return gk == schema.GroupKind{Kind: "Secret"} || gk == schema.GroupKind{Kind: "ConfigMap"}
+}
 
 // RecreatingError: the live object is being deleted, orphaning its dependents (the pods
 // keep running, PVCs are never touched), so that the desired one can be created once it

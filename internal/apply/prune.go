@@ -72,43 +72,16 @@ func (a *Applier) prune(ctx context.Context, namespace string, labels map[string
 func (a *Applier) listForPrune(ctx context.Context, gvk schema.GroupVersionKind, namespace string, labels map[string]string, live bool) ([]*metav1.PartialObjectMetadata, error) {
 	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabels(labels)}
 	listKind := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	if !live && a.Cached[gvk.GroupKind()] && !(gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap")) {
-		obj, err := a.Scheme.New(listKind)
-		if err != nil {
-			return nil, err
-		}
-		typed, ok := obj.(client.ObjectList)
-		if !ok {
-			return nil, fmt.Errorf("%s is not a list", listKind)
-		}
-		if err := a.Client.List(ctx, typed, append(opts, client.UnsafeDisableDeepCopy)...); err != nil { // read only
-			return nil, err
-		}
-		var out []*metav1.PartialObjectMetadata
-		err = meta.EachListItem(typed, func(o runtime.Object) error {
-			m, err := meta.Accessor(o)
-			if err != nil {
-				return err
-			}
-			item := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-				Namespace: m.GetNamespace(), Name: m.GetName(), UID: m.GetUID(),
-				OwnerReferences: m.GetOwnerReferences(), DeletionTimestamp: m.GetDeletionTimestamp(),
-			}}
-			out = append(out, item)
-			return nil
-		})
-		return out, err
+	var reader client.Reader = a.Live
+	switch gk := gvk.GroupKind(); {
+	case live:
+	case metadataOnly(gk):
+		reader = a.metadata()
+	case a.Cached[gk]:
+		return a.listTyped(ctx, listKind, opts)
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(listKind)
-	var reader client.Reader = a.Live
-	switch {
-	case live:
-	case gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap"):
-		reader = a.metadata()
-	case a.Cached[gvk.GroupKind()]:
-		reader = a.Client
-	}
 	if err := reader.List(ctx, list, opts...); err != nil {
 		return nil, err
 	}
@@ -117,6 +90,34 @@ func (a *Applier) listForPrune(ctx context.Context, gvk schema.GroupVersionKind,
 		out[i] = &list.Items[i]
 	}
 	return out, nil
+}
+
+// listTyped lists a typed-cached kind from its informer and keeps what prune reads.
+func (a *Applier) listTyped(ctx context.Context, listKind schema.GroupVersionKind, opts []client.ListOption) ([]*metav1.PartialObjectMetadata, error) {
+	obj, err := a.Scheme.New(listKind)
+	if err != nil {
+		return nil, err
+	}
+	typed, ok := obj.(client.ObjectList)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a list", listKind)
+	}
+	if err := a.Client.List(ctx, typed, append(opts, client.UnsafeDisableDeepCopy)...); err != nil { // read only
+		return nil, err
+	}
+	var out []*metav1.PartialObjectMetadata
+	err = meta.EachListItem(typed, func(o runtime.Object) error {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			return err
+		}
+		out = append(out, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Namespace: m.GetNamespace(), Name: m.GetName(), UID: m.GetUID(),
+			OwnerReferences: m.GetOwnerReferences(), DeletionTimestamp: m.GetDeletionTimestamp(),
+		}})
+		return nil
+	})
+	return out, err
 }
 
 func controlledBy(obj *metav1.PartialObjectMetadata, uid types.UID) bool {

@@ -184,7 +184,7 @@ func writeBindings(ctx context.Context, c client.Client, owner client.Object, bo
 	// After a change, the verdicts are mostly those last written, in the same order: only
 	// the part between the common head and tail can differ, and only it is compared.
 	head, tail := 0, 0
-	if written && verdicts != nil && !anyDuplicate(verdicts) && !anyDuplicateBound(last) {
+	if written && verdicts != nil && !anyDuplicate(verdicts, last) {
 		head, tail = commonEnds(last, verdicts, selected)
 	}
 	allVerdicts := verdicts
@@ -286,12 +286,9 @@ func commonEnds(last []boundVerdict, verdicts []scrape.Verdict, selected map[obj
 
 // anyDuplicate: an object given twice has two verdicts, the second a refusal; the
 // head-and-tail comparison assumes one per object, so such lists are compared whole.
-func anyDuplicate(verdicts []scrape.Verdict) bool {
-	return slices.ContainsFunc(verdicts, func(v scrape.Verdict) bool { return v.Reason == scrape.ReasonDuplicate })
-}
-
-func anyDuplicateBound(last []boundVerdict) bool {
-	return slices.ContainsFunc(last, func(b boundVerdict) bool { return b.Reason == scrape.ReasonDuplicate })
+func anyDuplicate(verdicts []scrape.Verdict, last []boundVerdict) bool {
+	duplicate := func(v scrape.Verdict) bool { return v.Reason == scrape.ReasonDuplicate }
+	return slices.ContainsFunc(verdicts, duplicate) || slices.ContainsFunc(last, func(b boundVerdict) bool { return duplicate(b.Verdict) })
 }
 
 // boundVerdict is one verdict as written, with the UID of its object.

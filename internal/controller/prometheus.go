@@ -180,13 +180,10 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		err = metadataSynced(ctx, r.informers)
 	}
 	if err == nil {
-		mem := r.memoryOf(req.NamespacedName)
-		y := &yielding{newer: newer, previous: mem.inFlight, configWritten: func() {
+		err = r.applyAll(ctx, p, desired, &yielding{newer: newer, configWritten: func() {
 			configWritten()
 			phases.done("config")
-		}}
-		err = r.applyAll(ctx, p, desired, y, retained)
-		mem.inFlight = y.left
+		}}, retained)
 	}
 	phases.done("apply")
 	yielded := errors.Is(err, errYielded)
@@ -256,11 +253,15 @@ func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p 
 // applyAll applies every object in order, then prunes what is no longer
 // desired, RBAC in other namespaces and at cluster scope included.
 // retained are the StatefulSets of removed shards the shard retention policy keeps.
-// yield: see applyObjects.
+// yield: see applyObjects; the objects a yielded apply leaves in flight are remembered
+// for the next one.
 func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Prometheus, d *render.Desired, yield *yielding, retained []client.Object) error {
 	labels := ownerLabels(p)
 	mem := r.memoryOf(client.ObjectKeyFromObject(p))
-	return applyObjects(ctx, r.Applier, p, d.Objects, labels, ownedKinds, rbacKinds, &mem.pruned, yield, retained...)
+	yield.previous = mem.inFlight
+	err := applyObjects(ctx, r.Applier, p, d.Objects, labels, ownedKinds, rbacKinds, &mem.pruned, yield, retained...)
+	mem.inFlight = yield.left
+	return err
 }
 
 // applyObjects applies every object in order, then prunes what owner no
