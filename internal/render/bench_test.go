@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -57,7 +58,8 @@ func BenchmarkRender10000Endpoints(b *testing.B) {
 	b.Run("one-change", func(b *testing.B) {
 		in := benchInputs(5000)
 		in.Cache = NewCache()
-		if _, err := Prometheus(in); err != nil {
+		first, err := Prometheus(in)
+		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
@@ -74,5 +76,15 @@ func BenchmarkRender10000Endpoints(b *testing.B) {
 				b.Fatalf("%d monitors rendered again, want 1", in.Cache.Scrape.Misses)
 			}
 		}
+		// What the Secrets (the gzipped config and its pieces) carry.
+		total := 0
+		for _, o := range first.Objects {
+			if s, ok := o.(*corev1.Secret); ok {
+				for _, v := range s.Data {
+					total += len(v)
+				}
+			}
+		}
+		b.ReportMetric(float64(total)/1024, "KiB-in-Secrets")
 	})
 }

@@ -2,9 +2,9 @@ package render
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
-	"hash/fnv"
+	"runtime"
+	"sync"
 
 	"github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/scrape"
@@ -46,13 +46,10 @@ func split(res *scrape.Result, c *pieceCache) (main []byte, pieces [][]byte, err
 		i := pieceOf(g.Key)
 		slots[i] = append(slots[i], g)
 	}
-	pieces = make([][]byte, len(slots))
+	pieces = c.pieces(slots)
 	fits := true
-	for i, items := range slots {
-		if pieces[i], err = c.piece(i, items); err != nil {
-			return nil, nil, err
-		}
-		fits = fits && len(pieces[i]) <= MaxSecretDataBytes
+	for _, p := range pieces {
+		fits = fits && len(p) <= MaxSecretDataBytes
 	}
 	if !fits {
 		c.reset()
@@ -65,11 +62,16 @@ func split(res *scrape.Result, c *pieceCache) (main []byte, pieces [][]byte, err
 	return main, pieces, nil
 }
 
-// pieceOf is the piece a group goes to.
+// pieceOf is the piece a group goes to: the 32-bit FNV-1a hash of its key,
+// modulo the number of slots (computed here rather than through hash/fnv,
+// which would allocate for each of thousands of groups on every render).
 func pieceOf(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % prometheus.ConfigPieceSlots)
+	const offset, prime = 2166136261, 16777619
+	h := uint32(offset)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * prime
+	}
+	return int(h % prometheus.ConfigPieceSlots)
 }
 
 // pack fills pieces with groups in order, each piece up to about half of what
@@ -139,73 +141,44 @@ func compressChunk(groups [][]byte) ([][]byte, error) {
 	return append(a, b...), nil
 }
 
-// pieceCache remembers the groups and the gzip of every piece slot, so that
-// only the pieces that changed are unpacked, assembled and compressed again.
-// The groups' data are the scrape cache's own slices, so an unchanged piece
-// is recognised without copying or hashing its bytes. A nil pieceCache
-// compresses every piece.
+// pieceCache keeps a Chain per piece slot, so that a piece whose groups did
+// not change is not assembled again, and one that did compresses only the
+// groups that changed and the ones right after them. The groups' data are the
+// scrape cache's own slices, so an unchanged group is recognised without
+// copying or hashing its bytes. A nil pieceCache assembles every piece.
 type pieceCache struct {
-	items [][]scrape.Group
-	gz    [][]byte
+	chains []scrape.Chain
 }
 
-func (c *pieceCache) piece(i int, items []scrape.Group) ([]byte, error) {
-	if c != nil && i < len(c.items) && c.gz[i] != nil && sameItems(c.items[i], items) {
-		return c.gz[i], nil
+// pieces assembles the piece of every slot, on every core when several
+// pieces changed (a start compresses every group).
+func (c *pieceCache) pieces(slots [][]scrape.Group) [][]byte {
+	if c == nil {
+		c = &pieceCache{}
 	}
-	doc := []byte(emptyScrapeConfigs)
-	if len(items) > 0 {
-		n := len("scrape_configs:\n")
-		for _, it := range items {
-			n += it.Size
-		}
-		doc = append(make([]byte, 0, n), "scrape_configs:\n"...)
-		for _, it := range items {
-			doc = it.AppendTo(doc)
-		}
+	if len(c.chains) != len(slots) {
+		c.chains = make([]scrape.Chain, len(slots))
 	}
-	gz, err := gzipPiece(doc)
-	if err != nil {
-		return nil, err
-	}
-	if c != nil {
-		if len(c.items) < prometheus.ConfigPieceSlots {
-			c.items = make([][]scrape.Group, prometheus.ConfigPieceSlots)
-			c.gz = make([][]byte, prometheus.ConfigPieceSlots)
+	out := make([][]byte, len(slots))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, items := range slots {
+		prefix := []byte(emptyScrapeConfigs)
+		if len(items) > 0 {
+			prefix = []byte("scrape_configs:\n")
 		}
-		c.items[i], c.gz[i] = items, gz
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = c.chains[i].Gzip(prefix, items)
+		})
 	}
-	return gz, nil
-}
-
-func sameItems(a, b []scrape.Group) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		da, db := a[i].Data(), b[i].Data()
-		if (a[i].Packed == nil) != (b[i].Packed == nil) || len(da) != len(db) {
-			return false
-		}
-		if len(da) > 0 && &da[0] == &db[0] {
-			continue
-		}
-		if !bytes.Equal(da, db) {
-			return false
-		}
-	}
-	return true
+	wg.Wait()
+	return out
 }
 
 func (c *pieceCache) reset() {
 	if c != nil {
-		c.items, c.gz = nil, nil
+		c.chains = nil
 	}
 }
-
-// gzipPiece compresses a piece at the fastest level: a piece is rewritten on
-// the path from a monitor change to the config, and its Secret is small
-// either way (a few KiB more than at the default level, at half the time).
-func gzipPiece(doc []byte) ([]byte, error) { return gzipWith(fastGzipWriters, doc) }
-
-var fastGzipWriters = gzipPool(gzip.BestSpeed)

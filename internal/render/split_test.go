@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -218,5 +219,15 @@ func TestPiecesThatDoNotFitArePackedInOrder(t *testing.T) {
 	}
 	if names := jobNames(t, loadPieces(t, main, pieces)); len(names) != 10 {
 		t.Fatalf("loaded %d jobs, want 10", len(names))
+	}
+}
+
+func TestPieceOfIsFNV1a(t *testing.T) {
+	for _, key := range []string{"", "serviceMonitor/ns/app", "podMonitor/a-very-long-namespace-name/with-a-long-name", scrape.AdditionalGroupKey} {
+		h := fnv.New32a()
+		h.Write([]byte(key))
+		if got, want := pieceOf(key), int(h.Sum32()%prometheus.ConfigPieceSlots); got != want {
+			t.Errorf("pieceOf(%q) = %d, want %d", key, got, want)
+		}
 	}
 }

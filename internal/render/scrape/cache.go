@@ -29,6 +29,7 @@ type Cache struct {
 	generator [sha256.Size]byte
 	entries   map[types.UID]*cacheEntry
 	epoch     uint64 // counts renders; an entry used by the current one carries it
+	monitors  int    // how many monitors the last render was given: the positions of its order
 	// The additional scrape configs last accepted under this generator, by content.
 	additional [sha256.Size]byte
 	// The alerting section last accepted under this generator, by content.
@@ -60,12 +61,14 @@ type cacheEntry struct {
 	// Which monitor it is, and its "<kind>/<namespace>/<name>"; the render that used it last.
 	kind, ns, name, key string
 	epoch               uint64
+	at                  int // the monitor's position in the order of the render that used it last
 	// What the monitor rendered to: either a rejection, or its jobs (fragment, names) and
 	// discovery, already accepted by the loader.
 	rej       *rejection
 	fragment  []byte // until checked
 	packed    []byte // the fragment, packed, once accepted
 	size      int    // its unpacked length
+	crc       uint32 // its CRC-32
 	jobNames  []string
 	discovery discovery
 }

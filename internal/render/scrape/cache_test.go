@@ -3,7 +3,9 @@ package scrape
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -198,6 +200,43 @@ func TestCompareKeysOrdersLikeTheJoinedString(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestTheLastOrderOnlySpeedsTheSort: whatever a cache remembers of the last order (new,
+// removed, duplicated and renamed objects, positions out of range), sortedObjects gives what
+// a sort without it gives.
+func TestTheLastOrderOnlySpeedsTheSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var sms []*monitoringv1.ServiceMonitor
+	for i := range 300 {
+		sm := newServiceMonitor(fmt.Sprintf("ns%d", r.IntN(20)), fmt.Sprintf("app%d", r.IntN(100)))
+		sm.UID, sm.ResourceVersion = types.UID(fmt.Sprintf("uid-%d", i)), fmt.Sprint(r.IntN(3))
+		sms = append(sms, sm)
+	}
+	sms = append(sms, sms[3], sms[10]) // the same object given twice
+	want := sortedObjects(sms, nil)
+	for round := range 50 {
+		c := NewCache()
+		c.monitors = r.IntN(400)
+		for _, sm := range sms {
+			if r.IntN(4) > 0 {
+				c.entries[sm.UID] = &cacheEntry{at: r.IntN(450)}
+			}
+		}
+		if round%2 == 0 { // the last order itself, with some of the monitors new to it
+			for i, sm := range want {
+				if e := c.entries[sm.UID]; e != nil {
+					e.at = i
+				}
+			}
+			c.monitors = len(want)
+		}
+		in := append([]*monitoringv1.ServiceMonitor{nil}, sms...)
+		r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+		if got := sortedObjects(in, c); !slices.Equal(got, want) {
+			t.Fatalf("round %d: the order depends on the cache", round)
 		}
 	}
 }

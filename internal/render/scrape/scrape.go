@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -185,9 +186,9 @@ type monitor struct {
 
 // monitors lists the input in the existing operator's order (kindOrder), each kind sorted by
 // namespace/name.
-func (g *generator) monitors(in Input) []monitor {
-	sms, pms, probes := sortedObjects(in.ServiceMonitors), sortedObjects(in.PodMonitors), sortedObjects(in.Probes)
-	scs := sortedObjects(in.ScrapeConfigs)
+func (g *generator) monitors(in Input, cache *Cache) []monitor {
+	sms, pms, probes := sortedObjects(in.ServiceMonitors, cache), sortedObjects(in.PodMonitors, cache), sortedObjects(in.Probes, cache)
+	scs := sortedObjects(in.ScrapeConfigs, cache)
 	out := make([]monitor, 0, len(sms)+len(pms)+len(probes)+len(scs))
 	for _, sm := range sms {
 		out = append(out, monitor{kind: serviceMonitorKind, obj: sm, endpoints: "endpoints",
@@ -243,7 +244,8 @@ func generate(in Input) (*Result, error) {
 	}
 	tail = append(tail, remote...)
 
-	monitors := g.monitors(in)
+	monitors := g.monitors(in, cache)
+	cache.monitors = len(monitors)
 	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)), Head: g.globalYAML, Tail: tail}
 	chosen := make([]*cacheEntry, 0, len(monitors)) // by verdict; nil for duplicates
 	var misses []miss
@@ -264,7 +266,7 @@ func generate(in Input) (*Result, error) {
 		uid, generation := m.obj.GetUID(), m.obj.GetGeneration()
 		if e := cache.entries[uid]; e != nil && uid != "" && e.kind == m.kind && e.ns == ns && e.name == name && e.usable(uid, generation, g) {
 			cache.Hits++
-			e.epoch = cache.epoch
+			e.epoch, e.at = cache.epoch, i
 			used++
 			chosen = append(chosen, e)
 			continue
@@ -279,7 +281,7 @@ func generate(in Input) (*Result, error) {
 	for _, ms := range misses {
 		e := ms.entry
 		if e.cacheable {
-			e.epoch = cache.epoch
+			e.epoch, e.at = cache.epoch, ms.at
 			cache.entries[e.uid] = e
 			used++
 		}
@@ -314,7 +316,7 @@ func generate(in Input) (*Result, error) {
 		v.Accepted = true
 		size += e.size
 		if e.size > 0 {
-			res.Groups = append(res.Groups, Group{Key: e.key, Packed: e.packed, Size: e.size})
+			res.Groups = append(res.Groups, Group{Key: e.key, Packed: e.packed, Size: e.size, CRC: e.crc})
 		}
 		if e.discovery.all {
 			res.AllNamespaces = true
@@ -480,7 +482,7 @@ func (g *generator) check(pending []*candidate) {
 			c.jobs = nil // built for the loader's word only
 			// Kept for as long as the monitor is selected: packed.
 			if e := c.entry; e.rej == nil {
-				e.size, e.packed = len(e.fragment), pack(e.fragment)
+				e.size, e.packed, e.crc = len(e.fragment), pack(e.fragment), crc32.ChecksumIEEE(e.fragment)
 			}
 			c.entry.fragment = nil
 		}
@@ -605,19 +607,16 @@ func (g *generator) load(fragment []byte) error {
 // sortedObjects drops nil entries and orders by "namespace/name", the order the existing
 // operator writes jobs in. Ties (the same object given twice) are broken by UID and
 // resourceVersion so that the one kept does not depend on the input order.
+//
+// The objects the cache knows are first put in the order of the last render. When that is
+// still in order (a name never changes), only the others are sorted, and merged in: a change
+// among thousands of monitors costs two passes instead of n·log n comparisons of names.
 func sortedObjects[T any, PT interface {
 	*T
 	metav1.Object
-}](in []PT) []PT {
-	out := make([]PT, 0, len(in))
-	for _, o := range in {
-		if o != nil {
-			out = append(out, o)
-		}
-	}
-	// Ties on namespace/name are broken completely, so an unstable sort gives
-	// the one order there is.
-	slices.SortFunc(out, func(a, b PT) int {
+}](in []PT, cache *Cache) []PT {
+	// Ties on namespace/name are broken completely, so there is one order.
+	compare := func(a, b PT) int {
 		if c := compareKeys(a.GetNamespace(), a.GetName(), b.GetNamespace(), b.GetName()); c != 0 {
 			return c
 		}
@@ -625,8 +624,47 @@ func sortedObjects[T any, PT interface {
 			return c
 		}
 		return strings.Compare(a.GetResourceVersion(), b.GetResourceVersion())
-	})
-	return out
+	}
+	var last []PT // by position in the last render's order
+	if cache != nil && len(cache.entries) > 0 {
+		last = make([]PT, cache.monitors)
+	}
+	known, others := make([]PT, 0, len(in)), []PT(nil)
+	for _, o := range in {
+		if o == nil {
+			continue
+		}
+		if last != nil {
+			if e := cache.entries[o.GetUID()]; e != nil && e.at < len(last) && last[e.at] == nil {
+				last[e.at] = o
+				continue
+			}
+		}
+		others = append(others, o)
+	}
+	for _, o := range last {
+		if o != nil {
+			known = append(known, o)
+		}
+	}
+	slices.SortFunc(others, compare)
+	if !slices.IsSortedFunc(known, compare) {
+		all := append(known, others...)
+		slices.SortFunc(all, compare)
+		return all
+	}
+	if len(others) == 0 {
+		return known
+	}
+	out := make([]PT, 0, len(known)+len(others))
+	for len(known) > 0 && len(others) > 0 {
+		if compare(others[0], known[0]) < 0 {
+			out, others = append(out, others[0]), others[1:]
+		} else {
+			out, known = append(out, known[0]), known[1:]
+		}
+	}
+	return append(append(out, known...), others...)
 }
 
 // compareKeys compares "nsA/nameA" with "nsB/nameB" as strings, without
