@@ -539,10 +539,14 @@ const (
 
 // marshalJobs renders jobs as the items of a top-level YAML sequence. Marshalling each
 // monitor once and concatenating the pieces gives the same bytes as marshalling the whole
-// list, at half the cost of doing both.
+// list, at half the cost of doing both. The emitter of emit.go writes yaml.v2's bytes itself;
+// the jobs it leaves to yaml.v2 (a string that is not UTF-8, say) are marshalled by it as before.
 func marshalJobs(jobs []*scrapeJob) ([]byte, error) {
 	if len(jobs) == 0 {
 		return nil, nil
+	}
+	if out, ok := emitJobs(jobs); ok {
+		return out, nil
 	}
 	out, err := yaml.Marshal(&document{ScrapeConfigs: jobs})
 	if err != nil {
