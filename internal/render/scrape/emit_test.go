@@ -453,7 +453,7 @@ func TestEmitGoldenJobs(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		for _, m := range g.monitors(in) {
+		for _, m := range g.monitors(in, nil) {
 			jobs, _, rej := m.jobs()
 			if rej != nil || len(jobs) == 0 {
 				continue
@@ -950,7 +950,7 @@ func typicalJobs(tb testing.TB) []*scrapeJob {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	jobs, _, rej := g.monitors(in)[0].jobs()
+	jobs, _, rej := g.monitors(in, nil)[0].jobs()
 	if rej != nil || len(jobs) != 2 {
 		tb.Fatalf("got %d jobs, rejection %v", len(jobs), rej)
 	}
