@@ -73,7 +73,7 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 	res := &Result{Inputs: in}
 
 	refs := scrape.Input{Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes, ScrapeConfigs: in.ScrapeConfigs}
-	secretKeys := scrape.SecretKeys(refs)
+	secretKeys, configMapKeys := scrape.References(refs)
 	additional := additionalConfigs(p, &res.Inputs)
 	for _, a := range additional {
 		if a.sel != nil {
@@ -100,7 +100,7 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*
 		}
 	}
 	in.ConfigMaps = map[string]*corev1.ConfigMap{}
-	for _, key := range scrape.ConfigMapKeys(refs) {
+	for _, key := range configMapKeys {
 		res.Refs = append(res.Refs, "ConfigMap/"+key)
 		ns, name, _ := strings.Cut(key, "/")
 		var cm corev1.ConfigMap

@@ -206,7 +206,7 @@ func TestCompareKeysOrdersLikeTheJoinedString(t *testing.T) {
 
 // TestTheLastOrderOnlySpeedsTheSort: whatever a cache remembers of the last order (new,
 // removed, duplicated and renamed objects, positions out of range), sortedObjects gives what
-// a sort without it gives.
+// a sort without it gives, and each object found in the cache with its own entry.
 func TestTheLastOrderOnlySpeedsTheSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	var sms []*monitoringv1.ServiceMonitor
@@ -216,7 +216,7 @@ func TestTheLastOrderOnlySpeedsTheSort(t *testing.T) {
 		sms = append(sms, sm)
 	}
 	sms = append(sms, sms[3], sms[10]) // the same object given twice
-	want := sortedObjects(sms, nil)
+	want, _ := sortedObjects(sms, nil)
 	for round := range 50 {
 		c := NewCache()
 		c.monitors = r.IntN(400)
@@ -235,8 +235,14 @@ func TestTheLastOrderOnlySpeedsTheSort(t *testing.T) {
 		}
 		in := append([]*monitoringv1.ServiceMonitor{nil}, sms...)
 		r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
-		if got := sortedObjects(in, c); !slices.Equal(got, want) {
+		got, entries := sortedObjects(in, c)
+		if !slices.Equal(got, want) {
 			t.Fatalf("round %d: the order depends on the cache", round)
+		}
+		for i, e := range entries {
+			if e != nil && e != c.entries[got[i].UID] {
+				t.Fatalf("round %d: %s/%s comes with another object's entry", round, got[i].Namespace, got[i].Name)
+			}
 		}
 	}
 }

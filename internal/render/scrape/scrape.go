@@ -182,28 +182,31 @@ type monitor struct {
 	obj       metav1.Object
 	endpoints string // see candidate.endpoints
 	jobs      func() ([]*scrapeJob, discovery, *rejection)
+	cached    *cacheEntry // the cache's entry for its UID, when sortedObjects found one
 }
 
 // monitors lists the input in the existing operator's order (kindOrder), each kind sorted by
 // namespace/name.
 func (g *generator) monitors(in Input, cache *Cache) []monitor {
-	sms, pms, probes := sortedObjects(in.ServiceMonitors, cache), sortedObjects(in.PodMonitors, cache), sortedObjects(in.Probes, cache)
-	scs := sortedObjects(in.ScrapeConfigs, cache)
+	sms, smEntries := sortedObjects(in.ServiceMonitors, cache)
+	pms, pmEntries := sortedObjects(in.PodMonitors, cache)
+	probes, probeEntries := sortedObjects(in.Probes, cache)
+	scs, scEntries := sortedObjects(in.ScrapeConfigs, cache)
 	out := make([]monitor, 0, len(sms)+len(pms)+len(probes)+len(scs))
-	for _, sm := range sms {
-		out = append(out, monitor{kind: serviceMonitorKind, obj: sm, endpoints: "endpoints",
+	for i, sm := range sms {
+		out = append(out, monitor{kind: serviceMonitorKind, obj: sm, endpoints: "endpoints", cached: smEntries[i],
 			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.serviceMonitorJobs(sm) }})
 	}
-	for _, pm := range pms {
-		out = append(out, monitor{kind: podMonitorKind, obj: pm, endpoints: "podMetricsEndpoints",
+	for i, pm := range pms {
+		out = append(out, monitor{kind: podMonitorKind, obj: pm, endpoints: "podMetricsEndpoints", cached: pmEntries[i],
 			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.podMonitorJobs(pm) }})
 	}
-	for _, p := range probes {
-		out = append(out, monitor{kind: probeKind, obj: p,
+	for i, p := range probes {
+		out = append(out, monitor{kind: probeKind, obj: p, cached: probeEntries[i],
 			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.probeJobs(p) }})
 	}
-	for _, sc := range scs {
-		out = append(out, monitor{kind: scrapeConfigKind, obj: sc,
+	for i, sc := range scs {
+		out = append(out, monitor{kind: scrapeConfigKind, obj: sc, cached: scEntries[i],
 			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.scrapeConfigJobs(sc) }})
 	}
 	return out
@@ -264,7 +267,11 @@ func generate(in Input) (*Result, error) {
 		}
 
 		uid, generation := m.obj.GetUID(), m.obj.GetGeneration()
-		if e := cache.entries[uid]; e != nil && uid != "" && e.kind == m.kind && e.ns == ns && e.name == name && e.usable(uid, generation, g) {
+		e := m.cached
+		if e == nil {
+			e = cache.entries[uid]
+		}
+		if e != nil && uid != "" && e.kind == m.kind && e.ns == ns && e.name == name && e.usable(uid, generation, g) {
 			cache.Hits++
 			e.epoch, e.at = cache.epoch, i
 			used++
@@ -612,13 +619,15 @@ func (g *generator) load(fragment []byte) error {
 // operator writes jobs in. Ties (the same object given twice) are broken by UID and
 // resourceVersion so that the one kept does not depend on the input order.
 //
-// The objects the cache knows are first put in the order of the last render. When that is
-// still in order (a name never changes), only the others are sorted, and merged in: a change
-// among thousands of monitors costs two passes instead of n·log n comparisons of names.
+// The objects the cache has an entry for are first put in the order of the last render, and
+// that entry is returned with them (nil for the others): the render then needs no second
+// lookup. When that order still holds (a name never changes), only the others are sorted, and
+// merged in: a change among thousands of monitors costs two passes instead of n·log n
+// comparisons of names.
 func sortedObjects[T any, PT interface {
 	*T
 	metav1.Object
-}](in []PT, cache *Cache) []PT {
+}](in []PT, cache *Cache) ([]PT, []*cacheEntry) {
 	// Ties on namespace/name are broken completely, so there is one order.
 	compare := func(a, b PT) int {
 		if c := compareKeys(a.GetNamespace(), a.GetName(), b.GetNamespace(), b.GetName()); c != 0 {
@@ -629,46 +638,54 @@ func sortedObjects[T any, PT interface {
 		}
 		return strings.Compare(a.GetResourceVersion(), b.GetResourceVersion())
 	}
-	var last []PT // by position in the last render's order
-	if cache != nil && len(cache.entries) > 0 {
-		last = make([]PT, cache.monitors)
+	type known struct {
+		obj   PT
+		entry *cacheEntry
 	}
-	known, others := make([]PT, 0, len(in)), []PT(nil)
+	var last []known // by position in the last render's order
+	if cache != nil && len(cache.entries) > 0 {
+		last = make([]known, cache.monitors)
+	}
+	var others []PT
 	for _, o := range in {
 		if o == nil {
 			continue
 		}
 		if last != nil {
-			if e := cache.entries[o.GetUID()]; e != nil && e.at < len(last) && last[e.at] == nil {
-				last[e.at] = o
+			if e := cache.entries[o.GetUID()]; e != nil && e.at < len(last) && last[e.at].obj == nil {
+				last[e.at] = known{o, e}
 				continue
 			}
 		}
 		others = append(others, o)
 	}
-	for _, o := range last {
-		if o != nil {
-			known = append(known, o)
+	objs := make([]PT, 0, len(in))
+	entries := make([]*cacheEntry, 0, len(in))
+	for _, k := range last {
+		if k.obj != nil {
+			objs, entries = append(objs, k.obj), append(entries, k.entry)
 		}
 	}
 	slices.SortFunc(others, compare)
-	if !slices.IsSortedFunc(known, compare) {
-		all := append(known, others...)
-		slices.SortFunc(all, compare)
-		return all
+	if !slices.IsSortedFunc(objs, compare) {
+		objs = append(objs, others...)
+		slices.SortFunc(objs, compare)
+		return objs, make([]*cacheEntry, len(objs))
 	}
 	if len(others) == 0 {
-		return known
+		return objs, entries
 	}
-	out := make([]PT, 0, len(known)+len(others))
-	for len(known) > 0 && len(others) > 0 {
-		if compare(others[0], known[0]) < 0 {
-			out, others = append(out, others[0]), others[1:]
-		} else {
-			out, known = append(out, known[0]), known[1:]
+	outObjs := make([]PT, 0, len(objs)+len(others))
+	outEntries := make([]*cacheEntry, 0, len(objs)+len(others))
+	for len(objs) > 0 || len(others) > 0 {
+		if len(objs) == 0 || len(others) > 0 && compare(others[0], objs[0]) < 0 {
+			outObjs, outEntries, others = append(outObjs, others[0]), append(outEntries, nil), others[1:]
+			continue
 		}
+		outObjs, outEntries = append(outObjs, objs[0]), append(outEntries, entries[0])
+		objs, entries = objs[1:], entries[1:]
 	}
-	return append(append(out, known...), others...)
+	return outObjs, outEntries
 }
 
 // compareKeys compares "nsA/nameA" with "nsB/nameB" as strings, without

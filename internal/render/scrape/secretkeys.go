@@ -12,30 +12,34 @@ import (
 // alertmanager endpoints and remote write and read endpoints, looked up in the Prometheus's. The
 // caller fetches them into Input.Secrets.
 func SecretKeys(in Input) []string {
-	keys := map[string]struct{}{}
-	walkReferences(in, referenceVisitor{
-		secret: func(ns string, sel *corev1.SecretKeySelector) {
-			if sel != nil && sel.Name != "" {
-				keys[ns+"/"+sel.Name] = struct{}{}
-			}
-		},
-	})
-	return sortedKeys(keys)
+	secrets, _ := References(in)
+	return secrets
 }
 
 // ConfigMapKeys returns the "namespace/name" of every ConfigMap Generate may read for in (TLS
 // CAs and client certificates, OAuth2 client IDs), looked up in each monitor's namespace,
 // sorted and unique. The caller fetches them into Input.ConfigMaps.
 func ConfigMapKeys(in Input) []string {
-	keys := map[string]struct{}{}
+	_, configMaps := References(in)
+	return configMaps
+}
+
+// References is SecretKeys and ConfigMapKeys at once, from one walk over the monitors.
+func References(in Input) (secrets, configMaps []string) {
+	sk, ck := map[string]struct{}{}, map[string]struct{}{}
 	walkReferences(in, referenceVisitor{
+		secret: func(ns string, sel *corev1.SecretKeySelector) {
+			if sel != nil && sel.Name != "" {
+				sk[ns+"/"+sel.Name] = struct{}{}
+			}
+		},
 		configMap: func(ns string, sel *corev1.ConfigMapKeySelector) {
 			if sel != nil && sel.Name != "" {
-				keys[ns+"/"+sel.Name] = struct{}{}
+				ck[ns+"/"+sel.Name] = struct{}{}
 			}
 		},
 	})
-	return sortedKeys(keys)
+	return sortedKeys(sk), sortedKeys(ck)
 }
 
 // referenceVisitor is called for every Secret and ConfigMap key reference of the input, with the
