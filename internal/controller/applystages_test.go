@@ -2,6 +2,7 @@ package controller
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,7 @@ func TestApplyStagesKeepsTheOrderThatMatters(t *testing.T) {
 	var done []int
 	entered := 0
 	full := make(chan struct{})
-	applyStages(objs, nil, func(i int) {
+	applyStages(objs, nil, nil, func(i int) {
 		if i >= 3 && i < 3+2*applyParallelism && (i-3)%2 == 0 {
 			mu.Lock()
 			if entered++; entered == applyParallelism {
@@ -103,14 +104,14 @@ func TestApplyStagesYieldsOnlyAfterTheConfiguration(t *testing.T) {
 		defer mu.Unlock()
 		applied = append(applied, i)
 	}
-	yielded := applyStages(objs, &yielding{newer: func() bool { return true }}, record)
+	yielded := applyStages(objs, nil, &yielding{newer: func() bool { return true }}, record)
 	if !yielded || len(applied) != 2 {
 		t.Errorf("yield always true: applied %v (yielded %v), want the two config Secrets only", applied, yielded)
 	}
 	applied = nil
 	var calls atomic.Int32
 	y := &yielding{newer: func() bool { return calls.Add(1) > 1 }}
-	yielded = applyStages(objs, y, record)
+	yielded = applyStages(objs, nil, y, record)
 	if y.left != nil {
 		y.left.Wait() // the Role started before the yield finishes on its own
 	}
@@ -118,7 +119,7 @@ func TestApplyStagesYieldsOnlyAfterTheConfiguration(t *testing.T) {
 		t.Errorf("yield after one namespace: applied %v (yielded %v), want the config and one Role", applied, yielded)
 	}
 	applied = nil
-	if applyStages(objs, &yielding{newer: func() bool { return false }}, record) || len(applied) != len(objs) {
+	if applyStages(objs, nil, &yielding{newer: func() bool { return false }}, record) || len(applied) != len(objs) {
 		t.Errorf("no newer change: applied %v of %d", applied, len(objs))
 	}
 }
@@ -151,7 +152,7 @@ func TestAYieldedApplyLeavesItsObjectsInFlightToTheNextOne(t *testing.T) {
 	}
 	done := make(chan bool)
 	go func() {
-		done <- applyStages(objs, first, func(i int) {
+		done <- applyStages(objs, nil, first, func(i int) {
 			if i == 1 {
 				newer.Store(true) // a change arrives while Role a is in flight
 				close(started)
@@ -172,7 +173,7 @@ func TestAYieldedApplyLeavesItsObjectsInFlightToTheNextOne(t *testing.T) {
 		note("second: config")
 		close(slow)
 	}}
-	applyStages(objs, second, func(i int) {
+	applyStages(objs, nil, second, func(i int) {
 		if i > 0 {
 			note("second: Role")
 		}
@@ -180,5 +181,56 @@ func TestAYieldedApplyLeavesItsObjectsInFlightToTheNextOne(t *testing.T) {
 	want := []string{"second: config", "first: Role a", "second: Role", "second: Role"}
 	if !slices.Equal(events, want) {
 		t.Errorf("events %v, want %v", events, want)
+	}
+}
+
+// TestApplyStagesAppliesPeersSideBySide: consecutive peers of one namespace (the pieces of a
+// configuration) are in flight together, and what follows them waits for all of them, in a
+// stage of one namespace and in one of several.
+func TestApplyStagesAppliesPeersSideBySide(t *testing.T) {
+	secret := func(ns, name string) client.Object {
+		s := &corev1.Secret{}
+		s.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		s.SetNamespace(ns)
+		s.SetName(name)
+		return s
+	}
+	for _, other := range []string{"", "elsewhere"} {
+		objs := []client.Object{secret("mon", "before")}
+		for i := range 5 {
+			objs = append(objs, secret("mon", "piece-"+string(rune('0'+i))))
+		}
+		objs = append(objs, secret("mon", "config"))
+		if other != "" {
+			objs = append(objs, secret(other, "x"))
+		}
+		peers := func(o client.Object) bool { return strings.HasPrefix(o.GetName(), "piece-") }
+
+		var mu sync.Mutex
+		var done []string
+		inFlight := 0
+		all := make(chan struct{})
+		applyStages(objs, peers, nil, func(i int) {
+			name := objs[i].GetName()
+			if peers(objs[i]) {
+				mu.Lock()
+				if inFlight++; inFlight == 5 {
+					close(all)
+				}
+				mu.Unlock()
+				select {
+				case <-all:
+				case <-time.After(30 * time.Second):
+					t.Errorf("%s waited 30 s for the five pieces to be in flight together", name)
+				}
+			}
+			mu.Lock()
+			done = append(done, name)
+			mu.Unlock()
+		})
+		mine := slices.DeleteFunc(slices.Clone(done), func(n string) bool { return n == "x" })
+		if len(done) != len(objs) || mine[0] != "before" || mine[len(mine)-1] != "config" {
+			t.Fatalf("with %q: applied %v; want before, the pieces in any order, then config", other, done)
+		}
 	}
 }

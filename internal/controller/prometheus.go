@@ -31,6 +31,7 @@ import (
 	"github.com/lookout-operator/lookout/internal/apply"
 	"github.com/lookout-operator/lookout/internal/gather"
 	"github.com/lookout-operator/lookout/internal/render"
+	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/scrape"
 	"github.com/lookout-operator/lookout/internal/render/workload"
 )
@@ -259,7 +260,16 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 	labels := ownerLabels(p)
 	mem := r.memoryOf(client.ObjectKeyFromObject(p))
 	yield.previous = mem.inFlight
-	err := applyObjects(ctx, r.Applier, p, d.Objects, labels, ownedKinds, rbacKinds, &mem.pruned, yield, retained...)
+	pieces := map[string]bool{}
+	for _, name := range promrender.ConfigPieceSecretNames(p) {
+		pieces[name] = true
+	}
+	// The pieces of the configuration depend on nothing but each other's absence.
+	isPiece := func(obj workload.Object) bool {
+		_, secret := obj.(*corev1.Secret)
+		return secret && obj.GetNamespace() == p.Namespace && pieces[obj.GetName()]
+	}
+	err := applyObjects(ctx, r.Applier, p, d.Objects, isPiece, labels, ownedKinds, rbacKinds, &mem.pruned, yield, retained...)
 	mem.inFlight = yield.left
 	return err
 }
@@ -278,6 +288,9 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 // RoleBindings of a Prometheus that discovers in hundreds of namespaces — are applied side
 // by side, which is what a first start in a large cluster waits for.
 //
+// peers (nil: none) tells which objects may be applied side by side with their like
+// neighbours in one namespace (see applyStages).
+//
 // yield (nil: never) is told when the first stage, which holds the configuration, is
 // written, and asked before each later object. Once it says true, nothing more is
 // started, nothing is pruned, and errYielded is returned at once, leaving the objects in
@@ -285,11 +298,11 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 // its configuration): a newer change is waiting, and its configuration comes before the
 // rest of this apply. What was applied stays applied, so the next reconcile goes on from
 // there.
-func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, owner client.Object, objs []T, labels map[string]string,
+func applyObjects[T client.Object](ctx context.Context, applier *apply.Applier, owner client.Object, objs []T, peers func(T) bool, labels map[string]string,
 	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string, yield *yielding, retained ...client.Object) error {
 	log := ctrl.LoggerFrom(ctx)
 	failed := make([]error, len(objs)) // by index, so that the joined message keeps the order
-	yielded := applyStages(objs, yield, func(i int) {
+	yielded := applyStages(objs, peers, yield, func(i int) {
 		obj := objs[i]
 		var opts []apply.Option
 		if workload.Shared(obj) {
@@ -362,11 +375,13 @@ const applyParallelism = 8
 // form a stage, and stages run one after the other. Within a stage, the objects of one
 // namespace are applied one after the other in their order (pieces before the config that
 // loads them, a Role before its RoleBinding), and different namespaces side by side, at
-// most applyParallelism at once. A stage of one namespace runs on the caller's goroutine.
+// most applyParallelism at once; consecutive objects of one namespace that peers (when not
+// nil) says depend on nothing but what came before them, the pieces of a configuration, are
+// applied side by side too. A stage of one namespace runs on the caller's goroutine.
 // After the first stage, yield (when not nil) is asked before each object is started;
 // applyStages returns true when it said yes. Objects already started then finish on
 // their own: yield.left tells when.
-func applyStages[T client.Object](objs []T, yield *yielding, apply func(i int)) bool {
+func applyStages[T client.Object](objs []T, peers func(T) bool, yield *yielding, apply func(i int)) bool {
 	for start := 0; start < len(objs); {
 		if start > 0 && yield != nil {
 			if yield.configWritten != nil {
@@ -401,11 +416,11 @@ func applyStages[T client.Object](objs []T, yield *yielding, apply func(i int)) 
 			return true
 		}
 		if len(order) == 1 {
-			for i := start; i < end; i++ {
+			for i := start; i < end; {
 				if stop() {
 					return true
 				}
-				apply(i)
+				i = applyRun(objs, i, end, peers, apply)
 			}
 		} else {
 			work := make(chan []int)
@@ -413,11 +428,12 @@ func applyStages[T client.Object](objs []T, yield *yielding, apply func(i int)) 
 			for range min(applyParallelism, len(order)) {
 				wg.Go(func() {
 					for indexes := range work {
-						for k, i := range indexes {
+						for k := 0; k < len(indexes); {
 							if k > 0 && stop() {
 								break
 							}
-							apply(i)
+							k = applyRun(indexes, k, len(indexes), func(i int) bool { return peers != nil && peers(objs[i]) },
+								func(i int) { apply(indexes[i]) })
 						}
 					}
 				})
@@ -441,6 +457,33 @@ func applyStages[T client.Object](objs []T, yield *yielding, apply func(i int)) 
 		start = end
 	}
 	return false
+}
+
+// applyRun applies item i of items, or, when peers says that it and the items after it
+// (up to end) are peers, all of them side by side. It returns the index after what it
+// applied.
+func applyRun[S ~[]E, E any](items S, i, end int, peers func(E) bool, apply func(i int)) int {
+	j := i + 1
+	if peers != nil && peers(items[i]) {
+		for j < end && peers(items[j]) {
+			j++
+		}
+	}
+	if j == i+1 {
+		apply(i)
+		return j
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, applyParallelism)
+	for k := i; k < j; k++ {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			apply(k)
+		})
+	}
+	wg.Wait()
+	return j
 }
 
 // prune deletes what owner no longer wants (see applyObjects).

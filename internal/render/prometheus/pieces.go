@@ -73,7 +73,8 @@ func configPieceArgs(p *monitoringv1.Prometheus) []string {
 	return args
 }
 
-func configPieceSecretNames(p *monitoringv1.Prometheus) []string {
+// ConfigPieceSecretNames are the Secrets every piece slot of p's configuration goes to.
+func ConfigPieceSecretNames(p *monitoringv1.Prometheus) []string {
 	names := make([]string, 0, ConfigPieceSlots)
 	for i := range ConfigPieceSlots {
 		names = append(names, FlavourOf(p).ConfigPieceSecretName(p.Name, i))

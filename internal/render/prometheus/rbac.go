@@ -40,7 +40,7 @@ func reloaderRules(p *monitoringv1.Prometheus) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{
 		APIGroups:     []string{""},
 		Resources:     []string{"secrets"},
-		ResourceNames: append([]string{FlavourOf(p).ConfigSecretName(p.Name)}, configPieceSecretNames(p)...),
+		ResourceNames: append([]string{FlavourOf(p).ConfigSecretName(p.Name)}, ConfigPieceSecretNames(p)...),
 		Verbs:         readVerbs,
 	}}
 }

@@ -274,6 +274,10 @@ func generate(in Input) (*Result, error) {
 		if e != nil && uid != "" && e.kind == m.kind && e.ns == ns && e.name == name && e.usable(uid, generation, g) {
 			cache.Hits++
 			e.epoch, e.at = cache.epoch, i
+			// The object's own strings from now on: an informer replaces an object on every
+			// update (a status write too), and comparing the same string data is a pointer
+			// comparison where different copies are a memory comparison.
+			e.uid, e.ns, e.name = uid, ns, name
 			used++
 			chosen = append(chosen, e)
 			continue
