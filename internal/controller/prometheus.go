@@ -244,6 +244,9 @@ func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p 
 		}
 		return m
 	})
+	if g.Inputs.Cache.Scrape.Len() == 0 && len(in.ServiceMonitors)+len(in.PodMonitors)+len(in.Probes)+len(in.ScrapeConfigs) >= startRenderMonitors {
+		defer relaxGC()() // the first render of a start
+	}
 	d, err := r.served().render(obj, g.Inputs)
 	phases.done("render")
 	renderCacheMonitors.WithLabelValues("hit").Add(float64(g.Inputs.Cache.Scrape.Hits))
