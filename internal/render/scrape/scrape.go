@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -276,7 +277,12 @@ func generate(in Input) (*Result, error) {
 			e.epoch, e.at = cache.epoch, i
 			// The object's own strings from now on: an informer replaces an object on every
 			// update (a status write too), and comparing the same string data is a pointer
-			// comparison where different copies are a memory comparison.
+			// comparison where different copies are a memory comparison. Assigning to the
+			// map stores the new key's string too (Go's maps update a string key on
+			// assignment): only a performance matter, if that ever changed.
+			if unsafe.StringData(string(e.uid)) != unsafe.StringData(string(uid)) {
+				cache.entries[uid] = e
+			}
 			e.uid, e.ns, e.name = uid, ns, name
 			used++
 			chosen = append(chosen, e)
