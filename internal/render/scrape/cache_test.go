@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -244,5 +245,22 @@ func TestTheLastOrderOnlySpeedsTheSort(t *testing.T) {
 				t.Fatalf("round %d: %s/%s comes with another object's entry", round, got[i].Namespace, got[i].Name)
 			}
 		}
+	}
+}
+
+// TestAStartRemembersWhatEachMonitorRead: the monitors of a start are built on every core;
+// each must still record the Secrets it read, or a credential changed after a start would
+// never reach the configuration.
+func TestAStartRemembersWhatEachMonitorRead(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	w := newCachedWorld(4 * parallelBuildMin)
+	c := NewCache()
+	if _, misses := w.step(t, c); misses != len(w.sms) {
+		t.Fatalf("the start built %d monitors, want all %d", misses, len(w.sms))
+	}
+	w.secrets[0] = newSecret("ns0", "creds", map[string]string{"user": "u", "pass": "rotated"})
+	w.secrets[0].ResourceVersion = "101"
+	if _, misses := w.step(t, c); misses != 1 {
+		t.Fatalf("after the Secret changed, %d monitors were built again, want the 1 that reads it", misses)
 	}
 }

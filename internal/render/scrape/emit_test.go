@@ -454,7 +454,7 @@ func TestEmitGoldenJobs(t *testing.T) {
 			continue
 		}
 		for _, m := range g.monitors(in, nil) {
-			jobs, _, rej := m.jobs()
+			jobs, _, rej := g.jobs(m)
 			if rej != nil || len(jobs) == 0 {
 				continue
 			}
@@ -950,7 +950,7 @@ func typicalJobs(tb testing.TB) []*scrapeJob {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	jobs, _, rej := g.monitors(in, nil)[0].jobs()
+	jobs, _, rej := g.jobs(g.monitors(in, nil)[0])
 	if rej != nil || len(jobs) != 2 {
 		tb.Fatalf("got %d jobs, rejection %v", len(jobs), rej)
 	}

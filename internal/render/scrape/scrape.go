@@ -181,9 +181,25 @@ func Generate(in Input) (*Result, error) {
 type monitor struct {
 	kind      string
 	obj       metav1.Object
-	endpoints string // see candidate.endpoints
-	jobs      func() ([]*scrapeJob, discovery, *rejection)
+	endpoints string      // see candidate.endpoints
 	cached    *cacheEntry // the cache's entry for its UID, when sortedObjects found one
+}
+
+// jobs builds m's jobs with g. It is a method of the generator and not of the monitor: the
+// workers of a start each build with a copy of the generator, which records what its
+// monitors read.
+func (g *generator) jobs(m monitor) ([]*scrapeJob, discovery, *rejection) {
+	switch o := m.obj.(type) {
+	case *monitoringv1.ServiceMonitor:
+		return g.serviceMonitorJobs(o)
+	case *monitoringv1.PodMonitor:
+		return g.podMonitorJobs(o)
+	case *monitoringv1.Probe:
+		return g.probeJobs(o)
+	case *monitoringv1alpha1.ScrapeConfig:
+		return g.scrapeConfigJobs(o)
+	}
+	panic(fmt.Sprintf("no jobs for a %T", m.obj)) // monitors makes only the kinds above
 }
 
 // monitors lists the input in the existing operator's order (kindOrder), each kind sorted by
@@ -195,20 +211,16 @@ func (g *generator) monitors(in Input, cache *Cache) []monitor {
 	scs, scEntries := sortedObjects(in.ScrapeConfigs, cache)
 	out := make([]monitor, 0, len(sms)+len(pms)+len(probes)+len(scs))
 	for i, sm := range sms {
-		out = append(out, monitor{kind: serviceMonitorKind, obj: sm, endpoints: "endpoints", cached: smEntries[i],
-			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.serviceMonitorJobs(sm) }})
+		out = append(out, monitor{kind: serviceMonitorKind, obj: sm, endpoints: "endpoints", cached: smEntries[i]})
 	}
 	for i, pm := range pms {
-		out = append(out, monitor{kind: podMonitorKind, obj: pm, endpoints: "podMetricsEndpoints", cached: pmEntries[i],
-			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.podMonitorJobs(pm) }})
+		out = append(out, monitor{kind: podMonitorKind, obj: pm, endpoints: "podMetricsEndpoints", cached: pmEntries[i]})
 	}
 	for i, p := range probes {
-		out = append(out, monitor{kind: probeKind, obj: p, cached: probeEntries[i],
-			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.probeJobs(p) }})
+		out = append(out, monitor{kind: probeKind, obj: p, cached: probeEntries[i]})
 	}
 	for i, sc := range scs {
-		out = append(out, monitor{kind: scrapeConfigKind, obj: sc, cached: scEntries[i],
-			jobs: func() ([]*scrapeJob, discovery, *rejection) { return g.scrapeConfigJobs(sc) }})
+		out = append(out, monitor{kind: scrapeConfigKind, obj: sc, cached: scEntries[i]})
 	}
 	return out
 }
@@ -457,7 +469,7 @@ type candidate struct {
 func (g *generator) build(m monitor, uid types.UID, generation int64) (*cacheEntry, *candidate, error) {
 	var reads []string
 	g.reads = &reads
-	jobs, disc, rej := m.jobs()
+	jobs, disc, rej := g.jobs(m)
 	g.reads = nil
 
 	e := &cacheEntry{uid: uid, generation: generation, rej: rej, cacheable: uid != "" && generation != 0}
