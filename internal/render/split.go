@@ -42,6 +42,9 @@ func split(res *scrape.Result, c *pieceCache) (main []byte, pieces [][]byte, err
 		return res.Config(), nil, nil
 	}
 	slots := make([][]scrape.Group, prometheus.ConfigPieceSlots)
+	for i := range slots {
+		slots[i] = make([]scrape.Group, 0, len(res.Groups)/len(slots)*5/4+8) // the keys hash evenly
+	}
 	for _, g := range res.Groups {
 		i := pieceOf(g.Key)
 		slots[i] = append(slots[i], g)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"runtime"
 	"slices"
 	"sync"
 )
@@ -54,34 +55,55 @@ func (g Group) Data() []byte {
 	return g.Packed
 }
 
-var (
-	packers = sync.Pool{New: func() any {
-		w, err := flate.NewWriter(io.Discard, flate.BestSpeed)
+// writers keeps compressors of one level for reuse. A compressor weighs hundreds of KiB,
+// and a change needs one or two: a sync.Pool loses them at every other collection, which
+// under a stream of changes means allocating them again every few changes. These stay:
+// up to one per core, idle or not.
+type writers struct {
+	level int
+	idle  chan *flate.Writer
+}
+
+func newWriters(level int) *writers {
+	return &writers{level: level, idle: make(chan *flate.Writer, runtime.GOMAXPROCS(0))}
+}
+
+func (ws *writers) get(dst io.Writer) *flate.Writer {
+	select {
+	case w := <-ws.idle:
+		w.Reset(dst)
+		return w
+	default:
+		w, err := flate.NewWriter(dst, ws.level)
 		if err != nil {
-			panic(err)
+			panic(err) // only for a level out of range
 		}
 		return w
-	}}
+	}
+}
+
+func (ws *writers) put(w *flate.Writer) {
+	select {
+	case ws.idle <- w:
+	default:
+	}
+}
+
+var (
+	packers   = newWriters(flate.BestSpeed)
 	unpackers sync.Pool
 	// linkers compress the links of a Chain one level above the fastest: links are short
 	// blocks, where the fastest level always writes its own Huffman tables and this one
 	// may use the fixed ones, for about two thirds of the size at about the same speed.
-	linkers = sync.Pool{New: func() any {
-		w, err := flate.NewWriter(io.Discard, flate.BestSpeed+1)
-		if err != nil {
-			panic(err)
-		}
-		return w
-	}}
+	linkers = newWriters(flate.BestSpeed + 1)
 )
 
 // pack compresses b deterministically.
 func pack(b []byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(b)/3 + 16)
-	w := packers.Get().(*flate.Writer)
-	defer packers.Put(w)
-	w.Reset(&buf)
+	w := packers.get(&buf)
+	defer packers.put(w)
 	_, _ = w.Write(b) // writes to a bytes.Buffer do not fail
 	_ = w.Close()
 	return bytes.Clone(buf.Bytes())
@@ -155,9 +177,8 @@ func link(ctx, b []byte) []byte {
 	ctx = ctx[max(len(ctx)-window, 0):]
 	var buf bytes.Buffer
 	buf.Grow(len(ctx)/3 + len(b)/3 + 32)
-	w := linkers.Get().(*flate.Writer)
-	defer linkers.Put(w)
-	w.Reset(&buf)
+	w := linkers.get(&buf)
+	defer linkers.put(w)
 	n := 0
 	if len(ctx) > 0 {
 		_, _ = w.Write(ctx) // writes to a bytes.Buffer do not fail

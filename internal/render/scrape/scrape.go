@@ -262,7 +262,7 @@ func generate(in Input) (*Result, error) {
 
 	monitors := g.monitors(in, cache)
 	cache.monitors = len(monitors)
-	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)), Head: g.globalYAML, Tail: tail}
+	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)), Groups: make([]Group, 0, len(monitors)+1), Head: g.globalYAML, Tail: tail}
 	chosen := make([]*cacheEntry, 0, len(monitors)) // by verdict; nil for duplicates
 	var misses []miss
 	used := 0
