@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,6 +51,8 @@ type operatorOptions struct {
 	webhook                 bool
 	wh                      lookoutwebhook.Options
 	whFailurePolicy         string
+	watchList               bool
+	watchListSet            bool // --watch-list was given
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -59,6 +62,7 @@ func newOperatorCommand() *cobra.Command {
 		Short: "Run the operator: reconcile Prometheus objects and their monitors",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.watchListSet = cmd.Flags().Changed("watch-list")
 			return runOperator(o)
 		},
 	}
@@ -97,6 +101,7 @@ func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.wh.ConfigurationName, "webhook-configuration", "lookout", "Name of the ValidatingWebhookConfiguration")
 	f.StringVar(&o.wh.CAInjectFrom, "webhook-ca-inject-from", "", "With --webhook-manage-certs=false: cert-manager Certificate <namespace>/<name> for CA injection")
 	f.StringVar(&o.reloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar")
+	f.BoolVar(&o.watchList, "watch-list", false, "Informers receive their initial objects as a stream of watch events (client-go's WatchListClient) instead of pages of lists: less apiserver memory for very large collections, a slower start (default: pages, unless KUBE_FEATURE_WatchListClient says otherwise)")
 }
 
 func newLogger(format, level string) (logr.Logger, error) {
@@ -125,6 +130,9 @@ func runOperator(o operatorOptions) error {
 		return err
 	}
 	setGCPercent()
+	if err := setWatchList(o.watchList, o.watchListSet); err != nil {
+		return err
+	}
 
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -244,6 +252,26 @@ func ptrDuration(d time.Duration) *time.Duration { return &d }
 // allocates after the first render is small, so collecting more often costs
 // little CPU and keeps the footprint close to the live data (docs/benchmarks.md).
 const defaultGCPercent = 40
+
+// setWatchList chooses how informers make their initial list. client-go streams it as watch
+// events by default (WatchListClient); pages of lists bring the operator's informers in sync
+// sooner: at S1 (5,000 ServiceMonitors, 30,000 Secrets and ConfigMaps), 0.55-0.95 s against
+// 0.75-1.7 s (docs/benchmarks.md). So the operator lists in pages unless --watch-list, or
+// else KUBE_FEATURE_WatchListClient, says otherwise.
+func setWatchList(on, explicit bool) error {
+	if !explicit {
+		if _, set := os.LookupEnv("KUBE_FEATURE_" + string(clientfeatures.WatchListClient)); set {
+			return nil
+		}
+	}
+	gates, ok := clientfeatures.FeatureGates().(interface {
+		Set(clientfeatures.Feature, bool) error
+	})
+	if !ok {
+		return fmt.Errorf("--watch-list: client-go's feature gates cannot be set")
+	}
+	return gates.Set(clientfeatures.WatchListClient, on)
+}
 
 func setGCPercent() {
 	if _, set := os.LookupEnv("GOGC"); !set {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	clientfeatures "k8s.io/client-go/features"
 )
 
 func parseOperatorFlags(t *testing.T, args ...string) operatorOptions {
@@ -87,5 +88,25 @@ func TestGCPercentDefaultsTo40UnlessGOGCIsSet(t *testing.T) {
 	setGCPercent()
 	if got := debug.SetGCPercent(100); got != defaultGCPercent {
 		t.Errorf("without GOGC, the GC percent is %d, want %d", got, defaultGCPercent)
+	}
+}
+
+func TestWatchListIsOffUnlessAskedFor(t *testing.T) {
+	gate := clientfeatures.WatchListClient
+	enabled := func() bool { return clientfeatures.FeatureGates().Enabled(gate) }
+	defer func(was bool) { _ = setWatchList(was, true) }(enabled())
+
+	if err := setWatchList(false, false); err != nil || enabled() {
+		t.Fatalf("by default: WatchListClient %v (err %v), want off", enabled(), err)
+	}
+	if err := setWatchList(true, true); err != nil || !enabled() {
+		t.Fatalf("with --watch-list: WatchListClient %v (err %v), want on", enabled(), err)
+	}
+	t.Setenv("KUBE_FEATURE_WatchListClient", "true")
+	if err := setWatchList(false, false); err != nil || !enabled() {
+		t.Fatalf("with the environment variable and no flag: WatchListClient %v (err %v), want it left on", enabled(), err)
+	}
+	if err := setWatchList(false, true); err != nil || enabled() {
+		t.Fatalf("with --watch-list=false over the environment variable: WatchListClient %v (err %v), want off", enabled(), err)
 	}
 }
