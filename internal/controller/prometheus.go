@@ -267,7 +267,7 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 	for _, name := range promrender.ConfigPieceSecretNames(p) {
 		pieces[name] = true
 	}
-	// The pieces of the configuration depend on nothing but each other's absence.
+	// The pieces of the configuration do not depend on one another: they go side by side.
 	isPiece := func(obj workload.Object) bool {
 		_, secret := obj.(*corev1.Secret)
 		return secret && obj.GetNamespace() == p.Namespace && pieces[obj.GetName()]
@@ -426,6 +426,10 @@ func applyStages[T client.Object](objs []T, peers func(T) bool, yield *yielding,
 				i = applyRun(objs, i, end, peers, apply)
 			}
 		} else {
+			var peerAt func(i int) bool // peers of the objects a worker is given by index
+			if peers != nil {
+				peerAt = func(i int) bool { return peers(objs[i]) }
+			}
 			work := make(chan []int)
 			var wg sync.WaitGroup
 			for range min(applyParallelism, len(order)) {
@@ -435,8 +439,7 @@ func applyStages[T client.Object](objs []T, peers func(T) bool, yield *yielding,
 							if k > 0 && stop() {
 								break
 							}
-							k = applyRun(indexes, k, len(indexes), func(i int) bool { return peers != nil && peers(objs[i]) },
-								func(i int) { apply(indexes[i]) })
+							k = applyRun(indexes, k, len(indexes), peerAt, func(k int) { apply(indexes[k]) })
 						}
 					}
 				})

@@ -194,27 +194,11 @@ func Prometheus(in Inputs) (*Desired, error) {
 // Gzip compresses deterministically: no name, no modification time. The
 // default level: on generated configs it compresses as well as the best one
 // at about 60% of the time.
-func Gzip(b []byte) ([]byte, error) { return gzipWith(gzipWriters, b) }
-
-var gzipWriters = gzipPool(gzip.DefaultCompression)
-
-// gzipPool holds writers of one level for reuse: each holds about a megabyte
-// of compressor state.
-func gzipPool(level int) *sync.Pool {
-	return &sync.Pool{New: func() any {
-		zw, err := gzip.NewWriterLevel(io.Discard, level)
-		if err != nil {
-			panic(err) // only for an invalid level
-		}
-		return zw
-	}}
-}
-
-func gzipWith(pool *sync.Pool, b []byte) ([]byte, error) {
+func Gzip(b []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(b)/8 + 64)
-	zw := pool.Get().(*gzip.Writer)
-	defer pool.Put(zw)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
 	zw.Reset(&buf)
 	if _, err := zw.Write(b); err != nil {
 		return nil, err
@@ -224,6 +208,15 @@ func gzipWith(pool *sync.Pool, b []byte) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// gzipWriters holds writers for reuse: each holds about a megabyte of compressor state.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, err := gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
+	if err != nil {
+		panic(err) // only for an invalid level
+	}
+	return zw
+}}
 
 func rbacCache(c *Cache) *prometheus.RBACCache {
 	if c == nil {

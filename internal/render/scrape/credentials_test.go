@@ -403,11 +403,11 @@ func TestConfigMapKeys(t *testing.T) {
 		}))),
 	)
 	want := []string{"apps/oauth", "apps/oauth-ca", "apps/tls", "pods/pm-ca", "web/oauth", "web/probe-cert"}
-	if got := ConfigMapKeys(in); !slices.Equal(got, want) {
-		t.Errorf("ConfigMapKeys = %v, want %v", got, want)
+	if _, got := References(in); !slices.Equal(got, want) {
+		t.Errorf("References: ConfigMaps %v, want %v", got, want)
 	}
 	// Secrets and ConfigMaps of the same SecretOrConfigMap fields are listed apart.
-	if got := SecretKeys(in); !slices.Equal(got, []string{"apps/oauth", "apps/tls", "web/oauth"}) {
-		t.Errorf("SecretKeys = %v", got)
+	if got, _ := References(in); !slices.Equal(got, []string{"apps/oauth", "apps/tls", "web/oauth"}) {
+		t.Errorf("References: Secrets %v", got)
 	}
 }

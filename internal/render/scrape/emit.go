@@ -674,39 +674,16 @@ func (e *emitter) doubleBody(s string, foldIndent int, fold bool) {
 	}
 }
 
+// shortEscapes are the characters yaml.v2 writes as a backslash and one character.
+var shortEscapes = map[rune]byte{
+	0: '0', 0x07: 'a', 0x08: 'b', '\t': 't', '\n': 'n', 0x0b: 'v', 0x0c: 'f', '\r': 'r',
+	0x1b: 'e', '"': '"', '\\': '\\', 0x85: 'N', 0xa0: '_', 0x2028: 'L', 0x2029: 'P',
+}
+
 func appendEscape(b []byte, r rune) []byte {
 	b = append(b, '\\')
-	switch r {
-	case 0:
-		return append(b, '0')
-	case 0x07:
-		return append(b, 'a')
-	case 0x08:
-		return append(b, 'b')
-	case '\t':
-		return append(b, 't')
-	case '\n':
-		return append(b, 'n')
-	case 0x0b:
-		return append(b, 'v')
-	case 0x0c:
-		return append(b, 'f')
-	case '\r':
-		return append(b, 'r')
-	case 0x1b:
-		return append(b, 'e')
-	case '"':
-		return append(b, '"')
-	case '\\':
-		return append(b, '\\')
-	case 0x85:
-		return append(b, 'N')
-	case 0xa0:
-		return append(b, '_')
-	case 0x2028:
-		return append(b, 'L')
-	case 0x2029:
-		return append(b, 'P')
+	if c, ok := shortEscapes[r]; ok {
+		return append(b, c)
 	}
 	digits := 8
 	switch {

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Every reference Generate follows must be listed by SecretKeys or ConfigMapKeys: each reference
+// Every reference Generate follows must be listed by References: each reference
 // below names its own object, and with only the listed objects given, every monitor of every
 // kind is accepted.
 func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
@@ -98,7 +98,7 @@ func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 	}))
 
 	in := withScrapeConfigs(newMixedInput(p, monitors(sm), podMonitors(pm), probes(probe)), sc, sc2)
-	secretKeys, configMapKeys := SecretKeys(in), ConfigMapKeys(in)
+	secretKeys, configMapKeys := References(in)
 	for _, key := range secretKeys {
 		ns, name, _ := strings.Cut(key, "/")
 		in.Secrets[key] = newSecret(ns, name, map[string]string{"v": "x", "ca.crt": testPEM("ca.crt"), "tls.crt": testPEM("client.crt"), "tls.key": testPEM("client.key")})
@@ -109,7 +109,7 @@ func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 	}
 	if !slices.Contains(secretKeys, "monitoring/class-token") || !slices.Contains(secretKeys, "monitoring/am2-secret") ||
 		!slices.Contains(configMapKeys, "monitoring/am0-ca") || !slices.Contains(configMapKeys, "sc-ns/http-sd-oauth-ca") {
-		t.Errorf("SecretKeys = %v\nConfigMapKeys = %v", secretKeys, configMapKeys)
+		t.Errorf("References: Secrets %v\nConfigMaps %v", secretKeys, configMapKeys)
 	}
 
 	res, err := Generate(in)

@@ -590,16 +590,16 @@ func TestRemoteReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 		}),
 	))
 	in := newInput(p, nil)
-	secretKeys, configMapKeys := SecretKeys(in), ConfigMapKeys(in)
+	secretKeys, configMapKeys := References(in)
 	for _, want := range []string{"monitoring/rw0-password", "monitoring/rw0-proxy", "monitoring/rw1-oauth-proxy", "monitoring/rw3-secret", "monitoring/rw4-azure",
 		"monitoring/rr0-key", "monitoring/rr2-authz", "monitoring/rr1-oauth-secret"} {
 		if !slices.Contains(secretKeys, want) {
-			t.Errorf("SecretKeys lacks %s: %v", want, secretKeys)
+			t.Errorf("References lacks Secret %s: %v", want, secretKeys)
 		}
 	}
 	for _, want := range []string{"monitoring/rw0-ca", "monitoring/rw1-oauth-id", "monitoring/rr1-oauth-ca"} {
 		if !slices.Contains(configMapKeys, want) {
-			t.Errorf("ConfigMapKeys lacks %s: %v", want, configMapKeys)
+			t.Errorf("References lacks ConfigMap %s: %v", want, configMapKeys)
 		}
 	}
 	for _, key := range secretKeys {

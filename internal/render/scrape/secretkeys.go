@@ -5,26 +5,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// SecretKeys returns the "namespace/name" of every Secret Generate may read for in, sorted and
-// unique: those referenced by the monitors of every kind, ScrapeConfigs and their HTTP and
-// Kubernetes discovery configs included (credentials, OAuth2, TLS, proxy headers), looked up in
-// each monitor's namespace, and those of the Prometheus's scrape class authorizations,
-// alertmanager endpoints and remote write and read endpoints, looked up in the Prometheus's. The
-// caller fetches them into Input.Secrets.
-func SecretKeys(in Input) []string {
-	secrets, _ := References(in)
-	return secrets
-}
-
-// ConfigMapKeys returns the "namespace/name" of every ConfigMap Generate may read for in (TLS
-// CAs and client certificates, OAuth2 client IDs), looked up in each monitor's namespace,
-// sorted and unique. The caller fetches them into Input.ConfigMaps.
-func ConfigMapKeys(in Input) []string {
-	_, configMaps := References(in)
-	return configMaps
-}
-
-// References is SecretKeys and ConfigMapKeys at once, from one walk over the monitors.
+// References returns the "namespace/name" of every Secret and every ConfigMap Generate may read
+// for in, each sorted and unique, from one walk over the monitors. The Secrets are those
+// referenced by the monitors of every kind, ScrapeConfigs and their HTTP and Kubernetes
+// discovery configs included (credentials, OAuth2, TLS, proxy headers), looked up in each
+// monitor's namespace, and those of the Prometheus's scrape class authorizations, alertmanager
+// endpoints and remote write and read endpoints, looked up in the Prometheus's. The ConfigMaps
+// are TLS CAs and client certificates and OAuth2 client IDs, looked up in each monitor's
+// namespace. The caller fetches them into Input.Secrets and Input.ConfigMaps.
 func References(in Input) (secrets, configMaps []string) {
 	sk, ck := map[string]struct{}{}, map[string]struct{}{}
 	walkReferences(in, referenceVisitor{

@@ -103,24 +103,24 @@ func TestSecretKeys(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := SecretKeys(tc.in)
+			got, _ := References(tc.in)
 			if !slices.Equal(got, tc.want) {
-				t.Errorf("SecretKeys = %v, want %v", got, tc.want)
+				t.Errorf("References: Secrets %v, want %v", got, tc.want)
 			}
 		})
 	}
 }
 
-// Every Secret Generate reads must be one SecretKeys lists: with only those Secrets given, no
+// Every Secret Generate reads must be one References lists: with only those Secrets given, no
 // monitor is rejected for a missing Secret.
 func TestSecretKeysCoverWhatGenerateReads(t *testing.T) {
 	sms, in := variedMonitors()
 	pms, ps := variedPodMonitorsAndProbes()
 	in.ServiceMonitors, in.PodMonitors, in.Probes = sms, pms, ps
 	in.ScrapeConfigs = variedScrapeConfigs()
-	keys := SecretKeys(in)
+	keys, _ := References(in)
 	if !slices.Equal(keys, []string{"ns-1/creds"}) {
-		t.Fatalf("SecretKeys = %v", keys)
+		t.Fatalf("References: Secrets %v", keys)
 	}
 	res, err := Generate(in)
 	if err != nil {
