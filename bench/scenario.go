@@ -504,10 +504,20 @@ func measureChanges(ctx context.Context, c client.Client, sc scenario, n int, co
 	lat := make([]time.Duration, 0, n)
 	creates := make([]time.Duration, 0, n)
 	logf("%s: timing %d ServiceMonitor creations", sc.Name, n)
+	// Each change's own share of the operator's phases and collections, from the
+	// metrics read while waiting for the controller to be idle around it: where a slow
+	// change lost its time.
+	samples := make([]changeSample, 0, n)
+	before := m0
 	for i := range n {
-		if err := waitIdle(ctx, metricsURL); err != nil {
+		idle, err := waitIdleMetrics(ctx, metricsURL)
+		if err != nil {
 			return err
 		}
+		if i > 0 {
+			samples[i-1].fill(before, idle)
+		}
+		before = idle
 		ns, name := sc.Namespaces[i%len(sc.Namespaces)], fmt.Sprintf("new-%04d", i)
 		job := jobPrefix + ns + "/" + name + "/0\n"
 		begin := time.Now()
@@ -522,16 +532,20 @@ func measureChanges(ctx context.Context, c client.Client, sc scenario, n int, co
 			return err
 		}
 		lat = append(lat, at.Sub(begin))
+		samples = append(samples, changeSample{i: i, all: at.Sub(begin), create: creates[i]})
 		if (i+1)%50 == 0 {
 			logf("%s: %d/%d changes, last %v", sc.Name, i+1, n, at.Sub(begin).Round(time.Millisecond))
 		}
 	}
-	if err := waitIdle(ctx, metricsURL); err != nil {
-		return err
-	}
-	m1, err := scrapeURL(ctx, metricsURL)
+	m1, err := waitIdleMetrics(ctx, metricsURL)
 	if err != nil {
 		return err
+	}
+	samples[n-1].fill(before, m1)
+	slices.SortFunc(samples, func(a, b changeSample) int { return cmp.Compare(b.all, a.all) })
+	for _, s := range samples[:min(5, len(samples))] {
+		logf("%s: change %d: %.0fms (create call %.1fms; operator gather %.1f, render %.1f, config %.1fms; %v collections)",
+			sc.Name, s.i, ms(s.all), ms(s.create), s.phases[0], s.phases[1], s.phases[2], s.collections)
 	}
 	p1, err := readProc(pid)
 	if err != nil {
@@ -614,25 +628,49 @@ func measureEarlyChanges(ctx context.Context, c client.Client, sc scenario, conf
 // waitIdle waits until the prometheus controller has nothing queued and no
 // reconcile running, reading the operator's own metrics.
 func waitIdle(ctx context.Context, metricsURL string) error {
+	_, err := waitIdleMetrics(ctx, metricsURL)
+	return err
+}
+
+// waitIdleMetrics is waitIdle, returning the metrics that showed the controller idle.
+func waitIdleMetrics(ctx context.Context, metricsURL string) (metrics, error) {
 	deadline := time.Now().Add(5 * time.Minute)
 	match := map[string]string{"controller": "prometheus"}
 	for {
 		m, err := scrapeURL(ctx, metricsURL)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if m.sum("workqueue_depth", match)+m.sum("controller_runtime_active_workers", match) == 0 {
-			return nil
+			return m, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the prometheus controller is still busy after 5 minutes")
+			return nil, fmt.Errorf("the prometheus controller is still busy after 5 minutes")
 		}
 		select {
 		case <-time.After(10 * time.Millisecond):
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
+}
+
+// changeSample is one timed change: from its create call until the config held its job,
+// and the operator's phases and collections between the idle controller before it and
+// the idle controller after it.
+type changeSample struct {
+	i           int
+	all, create time.Duration
+	phases      [3]float64 // gather, render, config (ms)
+	collections float64
+}
+
+func (s *changeSample) fill(before, after metrics) {
+	for i, phase := range []string{"gather", "render", "config"} {
+		pm := map[string]string{"phase": phase}
+		s.phases[i] = 1000 * (after.sum("lookout_prometheus_reconcile_phase_seconds_sum", pm) - before.sum("lookout_prometheus_reconcile_phase_seconds_sum", pm))
+	}
+	s.collections = after.sum("go_gc_duration_seconds_count", nil) - before.sum("go_gc_duration_seconds_count", nil)
 }
 
 // percentile is the nearest-rank percentile of sorted samples.

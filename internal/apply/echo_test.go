@@ -4,8 +4,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -75,5 +77,66 @@ func TestHashIsStableAndSeesEveryChange(t *testing.T) {
 	annotated.Annotations = map[string]string{HashAnnotation: "x"}
 	if _, err := hashOf(annotated); err == nil {
 		t.Error("an object already carrying the hash annotation was hashed")
+	}
+}
+
+func TestSecretsAndConfigMapsHashEveryFieldTheyCarry(t *testing.T) {
+	secret := func(data map[string][]byte, mutate ...func(*corev1.Secret)) *corev1.Secret {
+		s := &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", Labels: map[string]string{"a": "1"}},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       data,
+		}
+		for _, m := range mutate {
+			m(s)
+		}
+		return s
+	}
+	cm := func(data map[string]string, mutate ...func(*corev1.ConfigMap)) *corev1.ConfigMap {
+		c := &corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"},
+			Data:       data,
+		}
+		for _, m := range mutate {
+			m(c)
+		}
+		return c
+	}
+	objects := map[string]client.Object{
+		"secret":                secret(map[string][]byte{"a": []byte("xy"), "b": []byte("z")}),
+		"a byte changed":        secret(map[string][]byte{"a": []byte("xY"), "b": []byte("z")}),
+		"a byte moved to a key": secret(map[string][]byte{"a": []byte("x"), "yb": []byte("z")}),
+		"a key renamed":         secret(map[string][]byte{"a": []byte("xy"), "c": []byte("z")}),
+		"a key less":            secret(map[string][]byte{"a": []byte("xy")}),
+		"an empty value":        secret(map[string][]byte{"a": []byte("xy"), "b": []byte("z"), "c": nil}),
+		"as stringData":         secret(nil, func(s *corev1.Secret) { s.StringData = map[string]string{"a": "xy", "b": "z"} }),
+		"another type":          secret(map[string][]byte{"a": []byte("xy"), "b": []byte("z")}, func(s *corev1.Secret) { s.Type = corev1.SecretTypeTLS }),
+		"immutable":             secret(map[string][]byte{"a": []byte("xy"), "b": []byte("z")}, func(s *corev1.Secret) { s.Immutable = ptr.To(true) }),
+		"explicitly mutable":    secret(map[string][]byte{"a": []byte("xy"), "b": []byte("z")}, func(s *corev1.Secret) { s.Immutable = ptr.To(false) }),
+		"another label":         secret(map[string][]byte{"a": []byte("xy"), "b": []byte("z")}, func(s *corev1.Secret) { s.Labels["a"] = "2" }),
+		"another name":          secret(map[string][]byte{"a": []byte("xy"), "b": []byte("z")}, func(s *corev1.Secret) { s.Name = "t" }),
+		"configmap":             cm(map[string]string{"a": "xy", "b": "z"}),
+		"configmap changed":     cm(map[string]string{"a": "xy", "b": "Z"}),
+		"configmap binary":      cm(nil, func(c *corev1.ConfigMap) { c.BinaryData = map[string][]byte{"a": []byte("xy"), "b": []byte("z")} }),
+		"configmap immutable":   cm(map[string]string{"a": "xy", "b": "z"}, func(c *corev1.ConfigMap) { c.Immutable = ptr.To(true) }),
+		"configmap as a secret": secret(map[string][]byte{"a": []byte("xy"), "b": []byte("z")}, func(s *corev1.Secret) { s.Name, s.Labels, s.Type = "c", nil, "" }),
+	}
+	seen := map[string]string{}
+	for what, obj := range objects {
+		h, err := hashOf(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, ok := seen[h]; ok {
+			t.Errorf("%q and %q hash the same", what, other)
+		}
+		seen[h] = what
+		for range 20 { // map iteration order varies from run to run
+			if again, _ := hashOf(obj); again != h {
+				t.Fatalf("%q hashed to %s, then %s", what, h, again)
+			}
+		}
 	}
 }

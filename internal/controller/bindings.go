@@ -12,7 +12,6 @@ import (
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/render/scrape"
@@ -152,6 +151,16 @@ type objectKey struct{ kind, namespace, name string }
 // verdictKey is how syncBindings looks up the verdict on an object.
 func verdictKey(kind, namespace, name string) objectKey { return objectKey{kind, namespace, name} }
 
+// finder gives the selected objects by objectKey: those of keys, or every one of them
+// for nil keys. An index of thousands of objects is not built for the one object a change
+// binds.
+type finder func(keys []objectKey) map[objectKey]client.Object
+
+// indexed is the finder of objects already indexed.
+func indexed(m map[objectKey]client.Object) finder {
+	return func([]objectKey) map[objectKey]client.Object { return m }
+}
+
 // writeBindings updates status.bindings on every ServiceMonitor, PodMonitor,
 // Probe, ScrapeConfig and PrometheusRule: an entry for each selected one,
 // none on the others. nil verdicts remove this Prometheus's entries everywhere.
@@ -161,31 +170,31 @@ func verdictKey(kind, namespace, name string) objectKey { return objectKey{kind,
 // the last successful write is visited: objects whose verdict, generation or
 // UID changed, and objects no longer selected. A reconcile that changes no
 // verdict reads and writes nothing here; one new monitor costs one patch,
-// not a walk over thousands of monitors. selected holds the selected objects
-// by verdictKey.
-func (r *PrometheusReconciler) writeBindings(ctx context.Context, owner client.Object, verdicts []scrape.Verdict, selected map[objectKey]client.Object) error {
+// not a walk over thousands of monitors.
+func (r *PrometheusReconciler) writeBindings(ctx context.Context, owner client.Object, verdicts []scrape.Verdict, selected finder) error {
 	mem := r.memoryOf(client.ObjectKeyFromObject(owner))
 	return writeBindings(ctx, r.Client, owner, &mem.bound, boundLists, verdicts, selected)
 }
 
 // writeBindings is the work of PrometheusReconciler.writeBindings for any workload
 // (owner): lists lists every object of the kinds it binds, bound is its memory of the
-// last successful write.
-func writeBindings(ctx context.Context, c client.Client, owner client.Object, bound *[]boundVerdict,
-	lists []func(context.Context, client.Reader) ([]boundObject, error), verdicts []scrape.Verdict, selected map[objectKey]client.Object) error {
+// last successful write: the verdicts written, kept as the render returned them (a
+// render's verdicts are never changed afterwards).
+func writeBindings(ctx context.Context, c client.Client, owner client.Object, bound *[]scrape.Verdict,
+	lists []func(context.Context, client.Reader) ([]boundObject, error), verdicts []scrape.Verdict, selected finder) error {
 	// The usual reconcile: the same verdicts, in the same order, on the same
-	// objects as the last successful write. Nothing to do, nothing to build.
+	// objects (a verdict carries its object's UID) as the last successful write.
+	// Nothing to do, nothing to build.
 	last, written := *bound, *bound != nil
-	if written && verdicts != nil && sameBound(last, verdicts, selected) {
+	if written && verdicts != nil && slices.Equal(last, verdicts) {
 		return nil
 	}
-	lastAll := last // the whole list; last is trimmed below
-	*bound = nil    // known again once this write has fully succeeded
+	*bound = nil // known again once this write has fully succeeded
 	// After a change, the verdicts are mostly those last written, in the same order: only
 	// the part between the common head and tail can differ, and only it is compared.
 	head, tail := 0, 0
 	if written && verdicts != nil && !anyDuplicate(verdicts, last) {
-		head, tail = commonEnds(last, verdicts, selected)
+		head, tail = commonEnds(last, verdicts)
 	}
 	allVerdicts := verdicts
 	verdicts = verdicts[head : len(verdicts)-tail]
@@ -193,28 +202,13 @@ func writeBindings(ctx context.Context, c client.Client, owner client.Object, bo
 		last = last[head : len(last)-tail]
 	}
 	want := make(map[objectKey]verdict, len(verdicts))
-	state := make(map[objectKey]boundState, len(verdicts))
 	for _, v := range verdicts {
-		k := verdictKey(v.Kind, v.Namespace, v.Name)
-		want[k] = verdict{Accepted: v.Accepted, Reason: v.Reason, Message: v.Message, Generation: v.Generation}
-		st := boundState{verdict: want[k]}
-		if o := selected[k]; o != nil {
-			st.uid = o.GetUID()
-		}
-		state[k] = st
-	}
-	var prev map[objectKey]boundState
-	if written {
-		prev = make(map[objectKey]boundState, len(last))
-		for _, b := range last {
-			prev[verdictKey(b.Kind, b.Namespace, b.Name)] = boundState{uid: b.uid,
-				verdict: verdict{Accepted: b.Accepted, Reason: b.Reason, Message: b.Message, Generation: b.Generation}}
-		}
+		want[verdictKey(v.Kind, v.Namespace, v.Name)] = verdict{Accepted: v.Accepted, Reason: v.Reason, Message: v.Message, Generation: v.Generation}
 	}
 
 	var objects []boundObject
 	var errs []error
-	if prev == nil || verdicts == nil {
+	if !written || verdicts == nil {
 		for _, list := range lists {
 			objs, err := list(ctx, c)
 			if err != nil {
@@ -224,16 +218,27 @@ func writeBindings(ctx context.Context, c client.Client, owner client.Object, bo
 			objects = append(objects, objs...)
 		}
 	} else {
-		for k, st := range state {
-			if old, ok := prev[k]; ok && old == st {
-				continue
+		prev := make(map[objectKey]scrape.Verdict, len(last))
+		for _, b := range last {
+			prev[verdictKey(b.Kind, b.Namespace, b.Name)] = b
+		}
+		var changed []objectKey
+		for _, v := range verdicts {
+			k := verdictKey(v.Kind, v.Namespace, v.Name)
+			if old, ok := prev[k]; !ok || old != v {
+				changed = append(changed, k)
 			}
-			if o := asBound(selected[k]); o != nil {
-				objects = append(objects, o)
+		}
+		if len(changed) > 0 {
+			found := selected(changed)
+			for _, k := range changed {
+				if o := asBound(found[k]); o != nil {
+					objects = append(objects, o)
+				}
 			}
 		}
 		for k := range prev {
-			if _, still := state[k]; still {
+			if _, still := want[k]; still {
 				continue
 			}
 			o, err := getBound(ctx, c, k)
@@ -252,33 +257,18 @@ func writeBindings(ctx context.Context, c client.Client, owner client.Object, bo
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if allVerdicts != nil {
-		list := make([]boundVerdict, 0, len(allVerdicts))
-		list = append(list, lastAll[:head]...)
-		for _, v := range verdicts {
-			list = append(list, boundVerdict{Verdict: v, uid: state[verdictKey(v.Kind, v.Namespace, v.Name)].uid})
-		}
-		list = append(list, lastAll[len(lastAll)-tail:]...)
-		*bound = list
-	}
+	*bound = allVerdicts
 	return nil
 }
 
-// commonEnds returns how many verdicts at the head and at the tail of verdicts are, on
-// the objects selected, exactly those last written at the same ends of last.
-func commonEnds(last []boundVerdict, verdicts []scrape.Verdict, selected map[objectKey]client.Object) (head, tail int) {
-	same := func(b boundVerdict, v scrape.Verdict) bool {
-		if b.Verdict != v {
-			return false
-		}
-		o := selected[verdictKey(v.Kind, v.Namespace, v.Name)]
-		return o != nil && o.GetUID() == b.uid
-	}
+// commonEnds returns how many verdicts at the head and at the tail of verdicts are
+// exactly those last written at the same ends of last.
+func commonEnds(last, verdicts []scrape.Verdict) (head, tail int) {
 	n := min(len(last), len(verdicts))
-	for head < n && same(last[head], verdicts[head]) {
+	for head < n && last[head] == verdicts[head] {
 		head++
 	}
-	for tail < n-head && same(last[len(last)-1-tail], verdicts[len(verdicts)-1-tail]) {
+	for tail < n-head && last[len(last)-1-tail] == verdicts[len(verdicts)-1-tail] {
 		tail++
 	}
 	return head, tail
@@ -286,39 +276,9 @@ func commonEnds(last []boundVerdict, verdicts []scrape.Verdict, selected map[obj
 
 // anyDuplicate: an object given twice has two verdicts, the second a refusal; the
 // head-and-tail comparison assumes one per object, so such lists are compared whole.
-func anyDuplicate(verdicts []scrape.Verdict, last []boundVerdict) bool {
+func anyDuplicate(verdicts, last []scrape.Verdict) bool {
 	duplicate := func(v scrape.Verdict) bool { return v.Reason == scrape.ReasonDuplicate }
-	return slices.ContainsFunc(verdicts, duplicate) || slices.ContainsFunc(last, func(b boundVerdict) bool { return duplicate(b.Verdict) })
-}
-
-// boundVerdict is one verdict as written, with the UID of its object.
-type boundVerdict struct {
-	scrape.Verdict
-	uid types.UID
-}
-
-// sameBound says whether verdicts, on the objects selected, are exactly
-// those last written.
-func sameBound(last []boundVerdict, verdicts []scrape.Verdict, selected map[objectKey]client.Object) bool {
-	if len(last) != len(verdicts) {
-		return false
-	}
-	for i, v := range verdicts {
-		if last[i].Verdict != v {
-			return false
-		}
-		o := selected[verdictKey(v.Kind, v.Namespace, v.Name)]
-		if o == nil || o.GetUID() != last[i].uid {
-			return false
-		}
-	}
-	return true
-}
-
-// boundState is what the last successful writeBindings left on one object.
-type boundState struct {
-	uid     types.UID
-	verdict verdict
+	return slices.ContainsFunc(verdicts, duplicate) || slices.ContainsFunc(last, duplicate)
 }
 
 // asBound wraps a selected object for syncBindings; nil for other types.

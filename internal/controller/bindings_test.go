@@ -310,7 +310,7 @@ func TestWriteBindingsVisitsOnlyWhatChangedAfterTheFirstWrite(t *testing.T) {
 		sm.UID = types.UID("uid-" + sm.Name)
 		sms = append(sms, sm)
 		selected[verdictKey(monitoringv1.ServiceMonitorsKind, sm.Namespace, sm.Name)] = sm
-		verdicts = append(verdicts, scrape.Verdict{Kind: monitoringv1.ServiceMonitorsKind, Namespace: sm.Namespace, Name: sm.Name, Generation: 1, Accepted: true})
+		verdicts = append(verdicts, scrape.Verdict{Kind: monitoringv1.ServiceMonitorsKind, Namespace: sm.Namespace, Name: sm.Name, Generation: 1, Accepted: true, UID: sm.UID})
 	}
 	var lists, patches atomic.Int64
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(sms...).WithStatusSubresource(&monitoringv1.ServiceMonitor{}).
@@ -339,7 +339,7 @@ func TestWriteBindingsVisitsOnlyWhatChangedAfterTheFirstWrite(t *testing.T) {
 		}
 		lists.Store(0)
 		patches.Store(0)
-		if err := r.writeBindings(ctx, p, verdicts, selected); err != nil {
+		if err := r.writeBindings(ctx, p, verdicts, indexed(selected)); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		if lists.Load() != wantLists || patches.Load() != wantPatches {
@@ -349,11 +349,13 @@ func TestWriteBindingsVisitsOnlyWhatChangedAfterTheFirstWrite(t *testing.T) {
 	step("first write", int64(len(boundLists)), 50)
 	step("nothing changed", 0, 0)
 
+	// Each render makes verdicts of its own; the writer keeps the last ones it wrote.
+	verdicts = slices.Clone(verdicts)
 	verdicts[7].Accepted, verdicts[7].Reason, verdicts[7].Message = false, "InvalidRegex", "bad"
 	step("one verdict changed", 0, 1)
 
 	gone := verdicts[3]
-	verdicts = append(verdicts[:3], verdicts[4:]...)
+	verdicts = slices.Delete(slices.Clone(verdicts), 3, 4)
 	delete(selected, verdictKey(gone.Kind, gone.Namespace, gone.Name))
 	step("one monitor no longer selected", 0, 1)
 	var sm monitoringv1.ServiceMonitor
@@ -376,6 +378,8 @@ func TestWriteBindingsVisitsOnlyWhatChangedAfterTheFirstWrite(t *testing.T) {
 	}
 	again.UID = "new-uid"
 	selected[k] = again
+	verdicts = slices.Clone(verdicts)
+	verdicts[0].UID = again.UID
 	step("one monitor recreated under the same name", 0, 1)
 	step("nothing changed after the recreation", 0, 0)
 
@@ -388,9 +392,10 @@ func TestWriteBindingsVisitsOnlyWhatChangedAfterTheFirstWrite(t *testing.T) {
 	}
 	selected[verdictKey(monitoringv1.ServiceMonitorsKind, added.Namespace, added.Name)] = added
 	at := slices.IndexFunc(verdicts, func(v scrape.Verdict) bool { return v.Name == "sm-21" })
-	verdicts = slices.Insert(verdicts, at, scrape.Verdict{Kind: monitoringv1.ServiceMonitorsKind, Namespace: "team", Name: "sm-20a", Generation: 1, Accepted: true})
+	verdicts = slices.Insert(slices.Clip(slices.Clone(verdicts)), at, scrape.Verdict{Kind: monitoringv1.ServiceMonitorsKind, Namespace: "team", Name: "sm-20a", Generation: 1, Accepted: true, UID: added.UID})
 	step("one monitor added in the middle", 0, 1)
 	step("nothing changed after the addition", 0, 0)
+	verdicts = slices.Clone(verdicts)
 	last := &verdicts[len(verdicts)-1]
 	last.Accepted, last.Reason, last.Message = false, "InvalidRegex", "bad"
 	step("the last verdict changed", 0, 1)

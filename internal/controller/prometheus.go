@@ -79,7 +79,7 @@ type memory struct {
 	verdicts      []scrape.Verdict
 	verdictsKnown bool
 	// bound is what the last successful writeBindings left; nil: unknown, walk everything.
-	bound []boundVerdict
+	bound []scrape.Verdict
 	// pruned is the desired set the last successful prune kept; "": unknown.
 	pruned string
 	// inFlight: what the last apply left in flight when it yielded (see yielding).
@@ -204,7 +204,7 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	// written off this reconcile: the next change does not wait for them.
 	verdicts := desired.Verdicts
 	err = r.Bindings.submit(ctx, k.name+"/"+p.Namespace+"/"+p.Name, func(ctx context.Context) error {
-		return r.writeBindings(ctx, obj, verdicts, selected())
+		return r.writeBindings(ctx, obj, verdicts, selected)
 	})
 	phases.done("bindings")
 	// A retained shard is deleted when its period has passed: look again then.
@@ -214,7 +214,7 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // render gathers and renders; it also returns the selected objects by objectKey, for
 // Events and bindings, built on first use: a change that needs neither (the usual one,
 // for Events; bindings are written off the reconcile) does not index thousands of them.
-func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, phases *phaseTimer) (*render.Desired, func() map[objectKey]client.Object, error) {
+func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, phases *phaseTimer) (*render.Desired, finder, error) {
 	g, err := r.gather.Prometheus(ctx, p)
 	phases.done("gather")
 	if err != nil {
@@ -224,9 +224,7 @@ func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p 
 	g.Inputs.ReloaderImage = r.Options.ReloaderImage
 	g.Inputs.Cache = r.memoryOf(client.ObjectKeyFromObject(p)).render
 	in := g.Inputs
-	selected := sync.OnceValue(func() map[objectKey]client.Object {
-		m := make(map[objectKey]client.Object, len(in.ServiceMonitors)+len(in.PodMonitors)+len(in.Probes)+len(in.ScrapeConfigs)+len(in.Rules))
-		add := func(kind string, o client.Object) { m[verdictKey(kind, o.GetNamespace(), o.GetName())] = o }
+	each := func(add func(kind string, o client.Object)) {
 		for _, o := range in.ServiceMonitors {
 			add(monitoringv1.ServiceMonitorsKind, o)
 		}
@@ -242,8 +240,28 @@ func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p 
 		for _, o := range in.Rules {
 			add(monitoringv1.PrometheusRuleKind, o)
 		}
+	}
+	all := sync.OnceValue(func() map[objectKey]client.Object {
+		m := make(map[objectKey]client.Object, len(in.ServiceMonitors)+len(in.PodMonitors)+len(in.Probes)+len(in.ScrapeConfigs)+len(in.Rules))
+		each(func(kind string, o client.Object) { m[verdictKey(kind, o.GetNamespace(), o.GetName())] = o })
 		return m
 	})
+	selected := func(keys []objectKey) map[objectKey]client.Object {
+		if keys == nil {
+			return all()
+		}
+		m := make(map[objectKey]client.Object, len(keys))
+		for _, k := range keys {
+			m[k] = nil
+		}
+		each(func(kind string, o client.Object) {
+			k := verdictKey(kind, o.GetNamespace(), o.GetName())
+			if _, ok := m[k]; ok {
+				m[k] = o
+			}
+		})
+		return m
+	}
 	if g.Inputs.Cache.Scrape.Len() == 0 && len(in.ServiceMonitors)+len(in.PodMonitors)+len(in.Probes)+len(in.ScrapeConfigs) >= startRenderMonitors {
 		defer relaxGC()() // the first render of a start
 	}
@@ -618,21 +636,21 @@ func (r *PrometheusReconciler) forget(key types.NamespacedName) {
 
 // reportVerdicts emits an Event on a monitor when its verdict for this
 // Prometheus changes (rejected, or accepted again), not on every reconcile.
-func (r *PrometheusReconciler) reportVerdicts(owner client.Object, verdicts []scrape.Verdict, selected func() map[objectKey]client.Object) {
+func (r *PrometheusReconciler) reportVerdicts(owner client.Object, verdicts []scrape.Verdict, selected finder) {
 	mem := r.memoryOf(client.ObjectKeyFromObject(owner))
 	reportVerdicts(r.Recorder, owner, r.served().name, &mem.verdicts, &mem.verdictsKnown, verdicts, selected)
 }
 
 // reportVerdicts emits an Event on a selected object when owner's verdict on it
 // changes: rejected, or accepted again. last and known are owner's memory of
-// the verdicts last reported.
-// selected gives the selected objects by objectKey; it is called only when an Event is due.
-func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind string, last *[]scrape.Verdict, known *bool, verdicts []scrape.Verdict, selected func() map[objectKey]client.Object) {
+// the verdicts last reported: verdicts itself is kept, as a render's verdicts are
+// never changed once returned. selected is asked only for the objects an Event is due on.
+func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind string, last *[]scrape.Verdict, known *bool, verdicts []scrape.Verdict, selected finder) {
 	prev := *last
 	if *known && slices.Equal(prev, verdicts) {
 		return // the usual reconcile: no verdict changed
 	}
-	*last, *known = slices.Clone(verdicts), true
+	*last, *known = verdicts, true
 
 	// Only rejections make Events worth comparing with: a rejection that is
 	// new or different, and an acceptance after a rejection. Accepted is the
@@ -643,19 +661,30 @@ func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind s
 			rejected[verdictKey(v.Kind, v.Namespace, v.Name)] = v
 		}
 	}
+	var due []scrape.Verdict
 	for _, v := range verdicts {
 		if v.Accepted && len(rejected) == 0 {
 			continue
 		}
-		k := verdictKey(v.Kind, v.Namespace, v.Name)
-		old, wasRejected := rejected[k]
+		old, wasRejected := rejected[verdictKey(v.Kind, v.Namespace, v.Name)]
 		if v.Accepted && !wasRejected {
 			continue // accepted before too, or new
 		}
 		if !v.Accepted && wasRejected && old.Reason == v.Reason && old.Message == v.Message {
 			continue // the same rejection as before
 		}
-		obj := selected()[k]
+		due = append(due, v)
+	}
+	if len(due) == 0 {
+		return
+	}
+	keys := make([]objectKey, len(due))
+	for i, v := range due {
+		keys[i] = verdictKey(v.Kind, v.Namespace, v.Name)
+	}
+	found := selected(keys)
+	for i, v := range due {
+		obj := found[keys[i]]
 		if obj == nil {
 			continue
 		}

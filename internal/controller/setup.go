@@ -13,8 +13,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -37,6 +39,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Workers < 1 {
 		opts.Workers = 1
 	}
+	// The configuration pieces of a change are updated in protobuf: a fifth of the
+	// bytes to encode and decode on both sides, and no base64.
+	updates, err := protobufClient(mgr)
+	if err != nil {
+		return err
+	}
 	// One Applier: it remembers what it wrote, which is how the controllers
 	// recognise the echo of their own writes.
 	applier := &apply.Applier{
@@ -45,6 +53,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Metadata: mgr.GetCache(),
 		Scheme:   mgr.GetScheme(),
 		Cached:   cachedKinds,
+		Updates:  updates,
 	}
 	// One queue for the status.bindings of every owner, off the reconciles.
 	bindings := newBindingQueue()
@@ -363,4 +372,17 @@ func metadataSynced(ctx context.Context, informers ctrlcache.Informers) error {
 		}
 	}
 	return nil
+}
+
+// protobufClient is a client that speaks protobuf for the built-in kinds (the manager's
+// speaks JSON), over the manager's connections.
+func protobufClient(mgr ctrl.Manager) (client.Client, error) {
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return nil, fmt.Errorf("protobuf client: %w", err)
+	}
+	return c, nil
 }

@@ -81,7 +81,7 @@ type rendered struct {
 type workloadMemory struct {
 	verdicts      []scrape.Verdict
 	verdictsKnown bool
-	bound         []boundVerdict
+	bound         []scrape.Verdict
 	pruned        string
 }
 
@@ -138,7 +138,7 @@ func (r *workloadReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request)
 	if stop, res, err := renderFailed(ctx, r.Recorder, obj, r.kind.name(), st, err); stop {
 		return res, err
 	}
-	reportVerdicts(r.Recorder, obj, r.kind.name(), &mem.verdicts, &mem.verdictsKnown, desired.verdicts, func() map[objectKey]client.Object { return desired.selected })
+	reportVerdicts(r.Recorder, obj, r.kind.name(), &mem.verdicts, &mem.verdictsKnown, desired.verdicts, indexed(desired.selected))
 	if err := applyObjects(ctx, r.Applier, obj, desired.objects, nil, r.kind.ownerLabels(obj), r.kind.ownedKinds(), nil, &mem.pruned, nil); err != nil {
 		return reportApplyFailure(r.Recorder, obj, st, err)
 	}
@@ -146,7 +146,7 @@ func (r *workloadReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request)
 	// Accepted now means "in the configuration the workload was handed".
 	verdicts, selected := desired.verdicts, desired.selected
 	return ctrl.Result{}, r.Bindings.submit(ctx, r.bindingKey(obj), func(ctx context.Context) error {
-		return writeBindings(ctx, r.Client, obj, &mem.bound, r.kind.bound(), verdicts, selected)
+		return writeBindings(ctx, r.Client, obj, &mem.bound, r.kind.bound(), verdicts, indexed(selected))
 	})
 }
 

@@ -37,7 +37,7 @@ func TestVerdictEventsOnlyWhenARejectionAppearsChangesOrEnds(t *testing.T) {
 	step := func(what string, verdicts []scrape.Verdict, want ...string) {
 		t.Helper()
 		log.got = nil
-		r.reportVerdicts(p, verdicts, func() map[objectKey]client.Object { return selected })
+		r.reportVerdicts(p, verdicts, indexed(selected))
 		if fmt.Sprint(log.got) != fmt.Sprint(want) {
 			t.Errorf("%s: events %v, want %v", what, log.got, want)
 		}

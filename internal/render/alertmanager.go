@@ -39,7 +39,8 @@ type AlertmanagerDesired struct {
 	Objects []alertmanager.Object
 	// Config is the uncompressed alertmanager.yaml.
 	Config []byte
-	// Verdicts, one per selected AlertmanagerConfig (Kind "AlertmanagerConfig").
+	// Verdicts, one per selected AlertmanagerConfig (Kind "AlertmanagerConfig"); made anew by
+	// every render.
 	Verdicts []scrape.Verdict
 }
 

@@ -73,7 +73,8 @@ func NewCache() *Cache { return &Cache{Scrape: scrape.NewCache()} }
 type Desired struct {
 	// Objects in dependency order.
 	Objects []workload.Object
-	// Verdicts, one per selected monitor.
+	// Verdicts, one per selected monitor; made anew by every render and never changed once
+	// returned, so the controller keeps them as they are.
 	Verdicts []scrape.Verdict
 	scrape   *scrape.Result
 }
@@ -130,6 +131,7 @@ func Prometheus(in Inputs) (*Desired, error) {
 		RuleFiles:                     ruleFiles,
 		NodeLocal:                     in.daemonSet,
 		Cache:                         scrapeCache,
+		MoreVerdicts:                  len(ruleRes.Verdicts),
 	})
 	var additional *scrape.AdditionalConfigError
 	if errors.As(err, &additional) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/scrape"
@@ -41,10 +42,7 @@ func split(res *scrape.Result, c *pieceCache) (main []byte, pieces [][]byte, err
 	if res.Size <= SplitThreshold {
 		return res.Config(), nil, nil
 	}
-	slots := make([][]scrape.Group, prometheus.ConfigPieceSlots)
-	for i := range slots {
-		slots[i] = make([]scrape.Group, 0, len(res.Groups)/len(slots)*5/4+8) // the keys hash evenly
-	}
+	slots := c.slots(len(res.Groups))
 	for _, g := range res.Groups {
 		i := pieceOf(g.Key)
 		slots[i] = append(slots[i], g)
@@ -151,6 +149,23 @@ func compressChunk(groups [][]byte) ([][]byte, error) {
 // copying or hashing its bytes. A nil pieceCache assembles every piece.
 type pieceCache struct {
 	chains []scrape.Chain
+	// spare holds, for each slot, the groups slice its chain no longer holds, emptied:
+	// the slots of the next render, which are thousands of groups on every change
+	// otherwise.
+	spare [][]scrape.Group
+}
+
+// slots returns a slot per piece to sort n groups into, empty.
+func (c *pieceCache) slots(n int) [][]scrape.Group {
+	slots := make([][]scrape.Group, prometheus.ConfigPieceSlots)
+	for i := range slots {
+		if c != nil && i < len(c.spare) && c.spare[i] != nil {
+			slots[i], c.spare[i] = c.spare[i], nil
+			continue
+		}
+		slots[i] = make([]scrape.Group, 0, n/len(slots)*5/4+8) // the keys hash evenly
+	}
+	return slots
 }
 
 // pieces assembles the piece of every slot, on every core when several
@@ -161,6 +176,9 @@ func (c *pieceCache) pieces(slots [][]scrape.Group) [][]byte {
 	}
 	if len(c.chains) != len(slots) {
 		c.chains = make([]scrape.Chain, len(slots))
+	}
+	if len(c.spare) != len(slots) {
+		c.spare = make([][]scrape.Group, len(slots))
 	}
 	out := make([][]byte, len(slots))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -173,7 +191,13 @@ func (c *pieceCache) pieces(slots [][]scrape.Group) [][]byte {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			held := c.chains[i].Groups()
 			out[i] = c.chains[i].Gzip(prefix, items)
+			if unsafe.SliceData(c.chains[i].Groups()) == unsafe.SliceData(items) {
+				c.spare[i] = emptied(held)
+			} else {
+				c.spare[i] = emptied(items)
+			}
 		})
 	}
 	wg.Wait()
@@ -182,6 +206,13 @@ func (c *pieceCache) pieces(slots [][]scrape.Group) [][]byte {
 
 func (c *pieceCache) reset() {
 	if c != nil {
-		c.chains = nil
+		c.chains, c.spare = nil, nil
 	}
+}
+
+// emptied clears groups whole, so that it holds on to no group's data, and returns it
+// empty.
+func emptied(groups []scrape.Group) []scrape.Group {
+	clear(groups[:cap(groups)])
+	return groups[:0]
 }

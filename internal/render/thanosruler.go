@@ -29,7 +29,7 @@ type ThanosRulerInputs struct {
 type ThanosRulerDesired struct {
 	// Objects in the order they are applied.
 	Objects []thanos.Object
-	// Verdicts, one per selected PrometheusRule.
+	// Verdicts, one per selected PrometheusRule; made anew by every render.
 	Verdicts []scrape.Verdict
 }
 

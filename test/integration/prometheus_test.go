@@ -400,3 +400,61 @@ func TestAnObjectNoLongerDesiredIsDeleted(t *testing.T) {
 		t.Errorf("the user's ServiceAccount was touched: %v", err)
 	}
 }
+
+// A configuration change to a Secret exactly as Lookout left it is an update at the
+// resourceVersion Lookout wrote (the apiserver stores it without merging fields); a
+// Secret someone else touched since goes through the apply, which keeps what they added.
+func TestAConfigChangeUpdatesTheSecretLookoutLeftAndAppliesToOneTouchedSince(t *testing.T) {
+	ns := newNamespace(t)
+	mustCreate(t, newServiceMonitor(ns, "a"))
+	mustCreate(t, newPrometheus(ns, "upd"))
+	key := client.ObjectKey{Namespace: ns, Name: "prometheus-upd"}
+	hasJob := func(name string) func() (bool, error) {
+		return func() (bool, error) {
+			cfg, err := configOf(ns, "upd")
+			if err != nil {
+				return false, err
+			}
+			return slices.Contains(jobsIn(cfg), "serviceMonitor/"+ns+"/"+name+"/0"), nil
+		}
+	}
+	eventually(t, "the first monitor is in the config", hasJob("a"))
+	managers := func() map[string]bool {
+		var s corev1.Secret
+		if err := k8s.Get(testCtx, key, &s); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, e := range s.ManagedFields {
+			m[e.Manager+"/"+string(e.Operation)] = true
+		}
+		return m
+	}
+	if m := managers(); !m["lookout/Apply"] || m["lookout/Update"] {
+		t.Fatalf("the created config Secret is managed by %v, want lookout's apply alone", m)
+	}
+
+	mustCreate(t, newServiceMonitor(ns, "b"))
+	eventually(t, "the second monitor is in the config", hasJob("b"))
+	if m := managers(); !m["lookout/Update"] {
+		t.Errorf("the config Secret Lookout left was not updated: managers %v", m)
+	}
+
+	s := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	update(t, &s, func(s *corev1.Secret) { s.Labels["team"] = "storage" })
+	mustCreate(t, newServiceMonitor(ns, "c"))
+	eventually(t, "the third monitor is in the config", hasJob("c"))
+	if err := k8s.Get(testCtx, key, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Labels["team"] != "storage" {
+		t.Errorf("the label another writer added is gone: %v", s.Labels)
+	}
+	cfg, err := configOf(ns, "upd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs := jobsIn(cfg); len(jobs) != 3 {
+		t.Errorf("jobs %v, want the three monitors'", jobs)
+	}
+}

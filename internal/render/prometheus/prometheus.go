@@ -7,10 +7,12 @@ package prometheus
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/lookout-operator/lookout/internal/render/workload"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Options are the inputs of Objects that do not come from the Prometheus object.
@@ -64,7 +66,8 @@ type Options struct {
 // Prometheus's namespace have an owner reference to it (a controller one, except on the
 // shared governing Service, see Shared); the others carry AnnotationOwner.
 //
-// A spec Validate refuses gives its *SpecError. The result shares no memory with p or opts.
+// A spec Validate refuses gives its *SpecError. The result shares no memory with p or opts,
+// but for the configuration's bytes (ConfigGzip, ConfigPieces), which nobody changes.
 func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error) {
 	if err := Validate(p); err != nil {
 		return nil, err
@@ -85,6 +88,7 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error
 		out = append(out, s)
 	}
 	out = append(out, configSecret(p, opts))
+	configEnd := len(out)
 	if len(opts.RuleConfigMaps) > RuleConfigMapSlots {
 		return nil, fmt.Errorf("render Prometheus %s/%s: %d rule ConfigMaps, at most %d can be mounted", p.Namespace, p.Name, len(opts.RuleConfigMaps), RuleConfigMapSlots)
 	}
@@ -129,12 +133,27 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error
 
 	// The builders reuse slices and maps of p and opts; copy so that callers may change
 	// the result (or p) freely. The RBAC objects were copied when built; those an
-	// RBACCache hands back are shared with the next render and must not be changed.
+	// RBACCache hands back are shared with the next render and must not be changed. So
+	// are the configuration's bytes in its Secrets: the render hands the same bytes to
+	// every render until they change, and nobody changes them (hundreds of KiB, copied
+	// on every change otherwise).
 	for i, obj := range out {
-		if i >= rbacStart && i < rbacStart+len(rbac) {
-			continue
+		switch {
+		case i >= rbacStart && i < rbacStart+len(rbac):
+		case i < configEnd:
+			out[i] = copySharingData(obj.(*corev1.Secret))
+		default:
+			out[i] = obj.DeepCopyObject().(workload.Object)
 		}
-		out[i] = obj.DeepCopyObject().(workload.Object)
 	}
 	return out, nil
+}
+
+// copySharingData copies a Secret but for the bytes of its values.
+func copySharingData(s *corev1.Secret) *corev1.Secret {
+	data := s.Data
+	s.Data = nil
+	c := s.DeepCopy()
+	s.Data, c.Data = data, maps.Clone(data)
+	return c
 }

@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Input is what the generator needs for one Prometheus, or for one ThanosRuler.
@@ -33,6 +34,7 @@ type Verdict struct {
 	Accepted   bool
 	Reason     string // CamelCase machine reason when rejected, see the Reason* constants
 	Message    string // human sentence naming the group and the rule (numbered from 1, as Prometheus does)
+	UID        types.UID
 }
 
 // Result is the data of the rule ConfigMaps plus a verdict for every PrometheusRule.
@@ -127,6 +129,7 @@ func (r *renderer) generate(in []*monitoringv1.PrometheusRule) *Result {
 			Namespace:  pr.Namespace,
 			Name:       pr.Name,
 			Generation: pr.Generation,
+			UID:        pr.UID,
 		})
 		v := &res.Verdicts[len(res.Verdicts)-1]
 		prKey := pr.Namespace + "/" + pr.Name

@@ -127,7 +127,11 @@ type Chain struct {
 	gz     []byte
 }
 
-// Gzip makes the chain hold prefix and groups, and returns its gzip member.
+// Groups are the groups the chain holds: the slice last given to Gzip that changed it.
+func (c *Chain) Groups() []Group { return c.groups }
+
+// Gzip makes the chain hold prefix and groups, and returns its gzip member. It keeps
+// groups when they differ from those it held, and leaves groups alone otherwise.
 func (c *Chain) Gzip(prefix []byte, groups []Group) []byte {
 	if c.gz != nil && bytes.Equal(c.prefix, prefix) && sameGroups(c.groups, groups) {
 		return c.gz

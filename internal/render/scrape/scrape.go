@@ -70,6 +70,9 @@ type Input struct {
 	// Cache, when given, carries work over from the previous Generate for the same Prometheus;
 	// see Cache. The output is the same without it.
 	Cache *Cache
+	// MoreVerdicts is how many verdicts the caller appends to Result.Verdicts (the rules'):
+	// room for them is made up front, so that thousands are not copied to append a few.
+	MoreVerdicts int
 }
 
 // Verdict says whether one input object made it into the config.
@@ -81,6 +84,9 @@ type Verdict struct {
 	Accepted   bool
 	Reason     string // CamelCase machine reason when rejected, see the Reason* constants
 	Message    string // human sentence naming the endpoint index and the field
+	// UID is the object's: a verdict names one object, not whatever has its name now
+	// (the bindings writer compares verdicts to know what it already wrote).
+	UID types.UID
 }
 
 // Result is the rendered prometheus.yaml plus what the caller needs to report and to grant.
@@ -95,7 +101,8 @@ type Result struct {
 	// Size is the length of Config().
 	Size int
 	// Exactly one per input monitor, sorted by kind (ServiceMonitor, PodMonitor, Probe,
-	// ScrapeConfig), then by namespace/name.
+	// ScrapeConfig), then by namespace/name. Made anew by every Generate and never changed
+	// once returned: a caller may keep it.
 	Verdicts []Verdict
 	// Namespaces Prometheus must run Kubernetes discovery in (sorted, unique), for RBAC: those of
 	// accepted ServiceMonitors (endpoints or endpointslice role), PodMonitors (pod role), Probes
@@ -262,14 +269,14 @@ func generate(in Input) (*Result, error) {
 
 	monitors := g.monitors(in, cache)
 	cache.monitors = len(monitors)
-	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)), Groups: make([]Group, 0, len(monitors)+1), Head: g.globalYAML, Tail: tail}
+	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)+in.MoreVerdicts), Groups: make([]Group, 0, len(monitors)+1), Head: g.globalYAML, Tail: tail}
 	chosen := make([]*cacheEntry, 0, len(monitors)) // by verdict; nil for duplicates
 	var misses []miss
 	used := 0
 
 	for i, m := range monitors {
 		ns, name := m.obj.GetNamespace(), m.obj.GetName()
-		res.Verdicts = append(res.Verdicts, Verdict{Kind: m.kind, Namespace: ns, Name: name, Generation: m.obj.GetGeneration()})
+		res.Verdicts = append(res.Verdicts, Verdict{Kind: m.kind, Namespace: ns, Name: name, Generation: m.obj.GetGeneration(), UID: m.obj.GetUID()})
 		// Each kind is sorted by namespace/name: the same object given twice comes twice in a row.
 		if prev := monitors[max(i-1, 0)]; i > 0 && prev.kind == m.kind && prev.obj.GetNamespace() == ns && prev.obj.GetName() == name {
 			v := &res.Verdicts[len(res.Verdicts)-1]

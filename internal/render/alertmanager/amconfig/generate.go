@@ -20,6 +20,7 @@ import (
 	amcfg "github.com/prometheus/alertmanager/config"
 	"go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lookout-operator/lookout/internal/render/alertmanager"
 	"github.com/lookout-operator/lookout/internal/render/workload"
@@ -51,6 +52,7 @@ type Verdict struct {
 	Accepted   bool
 	Reason     string
 	Message    string
+	UID        types.UID
 }
 
 // Result is the generated config.
@@ -128,7 +130,7 @@ func Generate(in Input) (*Result, error) {
 	verdicts := make([]Verdict, len(configs))
 	pieces := make([]*piece, len(configs))
 	for i, c := range configs {
-		verdicts[i] = Verdict{Kind: kindAlertmanagerConfig, Namespace: c.Namespace, Name: c.Name, Generation: c.Generation, Accepted: true}
+		verdicts[i] = Verdict{Kind: kindAlertmanagerConfig, Namespace: c.Namespace, Name: c.Name, Generation: c.Generation, Accepted: true, UID: c.UID}
 		scoped := strategy == strategyOnNamespace || (strategy == strategyOnNamespaceExceptForAMNS && c.Namespace != am.Namespace)
 		p, err := convertConfig(newRefs(c.Namespace), c, scoped)
 		if err != nil {
