@@ -206,7 +206,7 @@ func (a *Applier) replace(ctx context.Context, desired client.Object, hash strin
 	obj.SetAnnotations(annotations)
 	obj.SetResourceVersion(live.ResourceVersion)
 	obj.SetUID(live.UID)
-	obj.SetFinalizers(live.Finalizers)
+	obj.SetFinalizers(slices.Clone(live.Finalizers)) // the cache's own, and the answer is decoded into obj
 	w := a.Updates
 	if w == nil {
 		w = a.Client
