@@ -202,13 +202,18 @@ func formatFloat(f float64, bits int) string {
 	return s
 }
 
+// flow writes an empty collection in flow style, " []" or " {}".
+func (e *emitter) flow(s string) {
+	e.buf = append(e.buf, s...)
+	e.col += len(s)
+}
+
 // sequence writes a block sequence: under a key it is not indented ("key:\n- a"); as an item of
 // another sequence its first item starts on the same line ("- - a").
 func (e *emitter) sequence(p *typePlan, v reflect.Value, item bool, indent int) bool {
 	n := v.Len()
 	if n == 0 {
-		e.buf = append(e.buf, " []"...)
-		e.col += 3
+		e.flow(" []")
 		return true
 	}
 	if item {
@@ -256,8 +261,7 @@ func (e *emitter) structure(p *typePlan, v reflect.Value, item bool, indent int)
 		}
 	}
 	if first {
-		e.buf = append(e.buf, " {}"...)
-		e.col += 3
+		e.flow(" {}")
 	}
 	return true
 }
@@ -265,8 +269,7 @@ func (e *emitter) structure(p *typePlan, v reflect.Value, item bool, indent int)
 func (e *emitter) mapping(p *typePlan, v reflect.Value, item bool, indent int) bool {
 	n := v.Len()
 	if n == 0 {
-		e.buf = append(e.buf, " {}"...)
-		e.col += 3
+		e.flow(" {}")
 		return true
 	}
 	if n > maxCheckedKeys {

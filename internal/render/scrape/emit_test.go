@@ -71,71 +71,69 @@ func diffAt(got, want []byte) string {
 // that is not UTF-8; a map key that cannot be a simple key; a map whose keys yaml.v2's order
 // ranks in a cycle, or with too many keys to check.
 func needsYAMLv2(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.String:
-		return !utf8.ValidString(v.String())
-	case reflect.Pointer, reflect.Interface:
-		return !v.IsNil() && needsYAMLv2(v.Elem())
-	case reflect.Slice:
-		for i := range v.Len() {
-			if needsYAMLv2(v.Index(i)) {
+	return anyValue(v, func(v reflect.Value) bool {
+		switch v.Kind() {
+		case reflect.String:
+			return !utf8.ValidString(v.String())
+		case reflect.Map:
+			if v.Len() > maxCheckedKeys {
 				return true
 			}
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() && needsYAMLv2(v.Field(i)) {
-				return true
+			keys := mapKeys(v)
+			for _, k := range keys {
+				if !utf8.ValidString(k) || strings.ContainsAny(k, "\n\r\u0085\u2028\u2029") || len(k) > maxSimpleKey {
+					return true
+				}
 			}
+			return cyclicKeys(keys)
 		}
-	case reflect.Map:
-		if v.Len() > maxCheckedKeys {
-			return true
-		}
-		var keys []string
-		for it := v.MapRange(); it.Next(); {
-			k := it.Key().String()
-			if !utf8.ValidString(k) || strings.ContainsAny(k, "\n\r\u0085\u2028\u2029") || len(k) > maxSimpleKey {
-				return true
-			}
-			keys = append(keys, k)
-			if needsYAMLv2(it.Value()) {
-				return true
-			}
-		}
-		return cyclicKeys(keys)
-	}
-	return false
+		return false
+	})
 }
 
 // anyCyclicKeys reports a map in v whose keys yaml.v2 orders by the map's iteration order.
 func anyCyclicKeys(v reflect.Value) bool {
+	return anyValue(v, func(v reflect.Value) bool { return v.Kind() == reflect.Map && cyclicKeys(mapKeys(v)) })
+}
+
+// anyValue reports whether found holds for v or for any value in it: what pointers and
+// interfaces point to, elements, exported fields and map values.
+func anyValue(v reflect.Value, found func(reflect.Value) bool) bool {
+	if found(v) {
+		return true
+	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
-		return !v.IsNil() && anyCyclicKeys(v.Elem())
+		return !v.IsNil() && anyValue(v.Elem(), found)
 	case reflect.Slice:
 		for i := range v.Len() {
-			if anyCyclicKeys(v.Index(i)) {
+			if anyValue(v.Index(i), found) {
 				return true
 			}
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() && anyCyclicKeys(v.Field(i)) {
+			if v.Type().Field(i).IsExported() && anyValue(v.Field(i), found) {
 				return true
 			}
 		}
 	case reflect.Map:
-		var keys []string
 		for it := v.MapRange(); it.Next(); {
-			keys = append(keys, it.Key().String())
-			if anyCyclicKeys(it.Value()) {
+			if anyValue(it.Value(), found) {
 				return true
 			}
 		}
-		return cyclicKeys(keys)
 	}
 	return false
+}
+
+// mapKeys lists the string keys of map v.
+func mapKeys(v reflect.Value) []string {
+	keys := make([]string, 0, v.Len())
+	for it := v.MapRange(); it.Next(); {
+		keys = append(keys, it.Key().String())
+	}
+	return keys
 }
 
 // cyclicKeys reports keys no order agrees with keyLess on (keyLess itself is checked against
