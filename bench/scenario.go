@@ -345,7 +345,7 @@ func runScenario(ctx context.Context, sc scenario, f flags, root, bin, dir strin
 
 	if sc.Changes {
 		prof.begin(ctx, "cpu-changes")
-		if err := measureChanges(ctx, c, sc, f.changes, configs, metricsURL, pid, &res); err != nil {
+		if err := measureChanges(ctx, c, sc, f.changes, configs, metricsURL, pid, others, &res); err != nil {
 			return res, err
 		}
 		prof.end(ctx, "changes", metricsURL)
@@ -437,19 +437,32 @@ func otherProcesses(cp *controlplane.ControlPlane) *otherCPU {
 
 func (o *otherCPU) sample() {
 	var s otherSample
-	cpu := func(pid int) float64 {
-		if pid == 0 {
-			return 0
-		}
-		ps, err := readProc(pid)
-		if err != nil {
-			return 0
-		}
-		return ps.cpuSeconds
-	}
-	s.apiserver, s.etcd, s.harness = cpu(o.apiserver), cpu(o.etcd), cpu(os.Getpid())
+	s.apiserver, s.etcd, s.harness = procCPU(o.apiserver), procCPU(o.etcd), procCPU(os.Getpid())
 	s.host, _ = readHostCPU()
 	o.samples = append(o.samples, s)
+}
+
+// procCPU is the CPU seconds process pid has used, 0 when it is not known.
+func procCPU(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	ps, err := readProc(pid)
+	if err != nil {
+		return 0
+	}
+	return ps.cpuSeconds
+}
+
+// cpuNow is the CPU seconds the operator, kube-apiserver and etcd have used so far.
+type cpuNow struct{ operator, apiserver, etcd float64 }
+
+func (o *otherCPU) now(operator int) cpuNow {
+	return cpuNow{procCPU(operator), procCPU(o.apiserver), procCPU(o.etcd)}
+}
+
+func (c cpuNow) minus(d cpuNow) cpuNow {
+	return cpuNow{c.operator - d.operator, c.apiserver - d.apiserver, c.etcd - d.etcd}
 }
 
 // settle waits until kube-apiserver and etcd together use less than a tenth of a core
@@ -487,7 +500,7 @@ func (o *otherCPU) delta() (apiserver, etcd, harness, hostBusy float64) {
 // measureChanges creates monitors one after the other, each when the
 // prometheus controller is idle, and times create → a config Secret
 // delivered by the watch holds the new job.
-func measureChanges(ctx context.Context, c client.Client, sc scenario, n int, configs *configWatch, metricsURL string, pid int, res *Result) error {
+func measureChanges(ctx context.Context, c client.Client, sc scenario, n int, configs *configWatch, metricsURL string, pid int, others *otherCPU, res *Result) error {
 	if err := waitIdle(ctx, metricsURL); err != nil {
 		return err
 	}
@@ -520,6 +533,7 @@ func measureChanges(ctx context.Context, c client.Client, sc scenario, n int, co
 		before = idle
 		ns, name := sc.Namespaces[i%len(sc.Namespaces)], fmt.Sprintf("new-%04d", i)
 		job := jobPrefix + ns + "/" + name + "/0\n"
+		cpu0 := others.now(pid)
 		begin := time.Now()
 		if err := c.Create(ctx, newServiceMonitor(ns, name)); err != nil {
 			return fmt.Errorf("create ServiceMonitor %s/%s: %w", ns, name, err)
@@ -532,7 +546,7 @@ func measureChanges(ctx context.Context, c client.Client, sc scenario, n int, co
 			return err
 		}
 		lat = append(lat, at.Sub(begin))
-		samples = append(samples, changeSample{i: i, all: at.Sub(begin), create: creates[i]})
+		samples = append(samples, changeSample{i: i, all: at.Sub(begin), create: creates[i], cpu: others.now(pid).minus(cpu0)})
 		if (i+1)%50 == 0 {
 			logf("%s: %d/%d changes, last %v", sc.Name, i+1, n, at.Sub(begin).Round(time.Millisecond))
 		}
@@ -544,8 +558,8 @@ func measureChanges(ctx context.Context, c client.Client, sc scenario, n int, co
 	samples[n-1].fill(before, m1)
 	slices.SortFunc(samples, func(a, b changeSample) int { return cmp.Compare(b.all, a.all) })
 	for _, s := range samples[:min(5, len(samples))] {
-		logf("%s: change %d: %.0fms (create call %.1fms; operator gather %.1f, render %.1f, config %.1fms; %v collections)",
-			sc.Name, s.i, ms(s.all), ms(s.create), s.phases[0], s.phases[1], s.phases[2], s.collections)
+		logf("%s: change %d: %.0fms (create call %.1fms; operator gather %.1f, render %.1f, config %.1fms; %v collections; CPU meanwhile: operator %.0f, kube-apiserver %.0f, etcd %.0f ms)",
+			sc.Name, s.i, ms(s.all), ms(s.create), s.phases[0], s.phases[1], s.phases[2], s.collections, 1000*s.cpu.operator, 1000*s.cpu.apiserver, 1000*s.cpu.etcd)
 	}
 	p1, err := readProc(pid)
 	if err != nil {
@@ -663,6 +677,10 @@ type changeSample struct {
 	all, create time.Duration
 	phases      [3]float64 // gather, render, config (ms)
 	collections float64
+	// The CPU each process used from the create call until the config held the job, in
+	// the kernel's ticks (10 ms): whether a slow change waited for the operator or for
+	// the control plane.
+	cpu cpuNow
 }
 
 func (s *changeSample) fill(before, after metrics) {

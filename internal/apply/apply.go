@@ -14,6 +14,7 @@ import (
 	"hash"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -65,6 +65,18 @@ type Applier struct {
 	// inflight holds, for each write sent and not yet answered, a channel
 	// closed when the answer has been recorded ("<Kind>/<ns>/<name>").
 	inflight map[string]chan struct{}
+	// pools holds, by GroupVersionKind, a sync.Pool of typed objects to read the cache into:
+	// every reconcile compares each desired object (hundreds of RBAC objects) with the cache.
+	pools sync.Map
+}
+
+// readers is the pool of objects of gvk to read the cache into.
+func (a *Applier) readers(gvk schema.GroupVersionKind) *sync.Pool {
+	p, ok := a.pools.Load(gvk)
+	if !ok {
+		p, _ = a.pools.LoadOrStore(gvk, &sync.Pool{})
+	}
+	return p.(*sync.Pool)
 }
 
 // Result tells what Apply did.
@@ -373,11 +385,20 @@ func (a *Applier) upToDate(ctx context.Context, desired client.Object, hash stri
 		}
 		live = meta
 	case a.Cached[gk]:
-		typed, err := a.Scheme.New(gvk)
-		if err != nil {
-			return false
+		pool := a.readers(gvk)
+		obj, ok := pool.Get().(client.Object)
+		if !ok {
+			typed, err := a.Scheme.New(gvk)
+			if err != nil {
+				return false
+			}
+			obj = typed.(client.Object)
 		}
-		obj := typed.(client.Object)
+		defer func() {
+			// The read shares the cache's own data: forget it before lending obj again.
+			reflect.ValueOf(obj).Elem().SetZero()
+			pool.Put(obj)
+		}()
 		if a.Client.Get(ctx, key, obj, client.UnsafeDisableDeepCopy) != nil { // read only
 			return false
 		}
@@ -638,67 +659,123 @@ func hashOf(obj client.Object) (string, error) {
 	if obj.GetAnnotations()[HashAnnotation] != "" {
 		return "", fmt.Errorf("%T %s already carries %s", obj, client.ObjectKeyFromObject(obj), HashAnnotation)
 	}
-	h := sha256.New()
-	h.Write([]byte(obj.GetObjectKind().GroupVersionKind().String()))
-	h.Write([]byte{0})
+	s := hashStates.Get().(*hashState)
+	defer hashStates.Put(s)
+	s.h.Reset()
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	// What gvk.String() gives, without building it.
+	s.buf = append(append(append(append(append(append(s.buf[:0], gvk.Group...), '/'), gvk.Version...), ", Kind="...), gvk.Kind...), 0)
+	s.h.Write(s.buf)
 	var err error
 	switch o := obj.(type) {
 	case *corev1.Secret:
-		err = hashMeta(h, &o.ObjectMeta)
-		hashField(h, string(o.Type))
-		hashField(h, strconv.FormatBool(ptr.Deref(o.Immutable, false)), strconv.FormatBool(o.Immutable != nil))
-		hashMap(h, o.Data)
-		hashMap(h, o.StringData)
+		err = s.meta(&o.ObjectMeta)
+		s.fields(string(o.Type))
+		s.bools(o.Immutable)
+		hashMap(s, o.Data)
+		hashMap(s, o.StringData)
 	case *corev1.ConfigMap:
-		err = hashMeta(h, &o.ObjectMeta)
-		hashField(h, strconv.FormatBool(ptr.Deref(o.Immutable, false)), strconv.FormatBool(o.Immutable != nil))
-		hashMap(h, o.Data)
-		hashMap(h, o.BinaryData)
+		err = s.meta(&o.ObjectMeta)
+		s.bools(o.Immutable)
+		hashMap(s, o.Data)
+		hashMap(s, o.BinaryData)
 	default:
-		var b []byte
-		if pm, ok := obj.(interface{ Marshal() ([]byte, error) }); ok {
-			b, err = pm.Marshal()
+		if pm, ok := obj.(protoMarshaler); ok {
+			var b []byte
+			if b, err = s.marshal(pm); err == nil {
+				s.h.Write(b)
+			}
 		} else {
+			var b []byte
 			b, err = json.Marshal(obj)
+			s.h.Write(b)
 		}
-		h.Write(b)
 	}
 	if err != nil {
 		return "", fmt.Errorf("hash %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 	}
 	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0])[:12]), nil
+	return hex.EncodeToString(s.h.Sum(sum[:0])[:12]), nil
 }
 
-// hashMeta hashes an object's metadata in its protobuf encoding.
-func hashMeta(h hash.Hash, m *metav1.ObjectMeta) error {
-	b, err := m.Marshal()
-	hashField(h, string(b))
-	return err
+// hashState is one hashOf's digest and buffer, pooled: a render applies hundreds of objects
+// (a Role and a RoleBinding per namespace), and hashing each would otherwise allocate a
+// digest and its encoding every time.
+type hashState struct {
+	h   hash.Hash
+	buf []byte
 }
 
-// hashField hashes each of fields with its length first, so that no two lists of fields
-// hash the same bytes.
-func hashField(h hash.Hash, fields ...string) {
+var hashStates = sync.Pool{New: func() any { return &hashState{h: sha256.New()} }}
+
+// protoMarshaler is what the generated protobuf code of the built-in kinds offers.
+type protoMarshaler interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// marshal encodes m into the state's buffer, as m.Marshal() would into a new one.
+func (s *hashState) marshal(m protoMarshaler) ([]byte, error) {
+	size := m.Size()
+	s.buf = slices.Grow(s.buf[:0], size)[:size]
+	n, err := m.MarshalToSizedBuffer(s.buf)
+	if err != nil {
+		return nil, err
+	}
+	return s.buf[:n], nil
+}
+
+// meta hashes an object's metadata in its protobuf encoding.
+func (s *hashState) meta(m *metav1.ObjectMeta) error {
+	b, err := s.marshal(m)
+	if err != nil {
+		return err
+	}
+	s.field(b)
+	return nil
+}
+
+// field hashes b with its length first, so that no two lists of fields hash the same bytes.
+func (s *hashState) field(b []byte) {
+	var n [binary.MaxVarintLen64]byte
+	s.h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
+	s.h.Write(b)
+}
+
+// fields hashes each of fields as field does.
+func (s *hashState) fields(fields ...string) {
 	for _, f := range fields {
 		var n [binary.MaxVarintLen64]byte
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
-		io.WriteString(h, f)
+		s.h.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
+		io.WriteString(s.h, f)
 	}
 }
 
-// hashMap hashes a map's size, then its entries in key order.
-func hashMap[V string | []byte](h hash.Hash, m map[string]V) {
-	hashField(h, strconv.Itoa(len(m)))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		hashField(h, k)
+// bools hashes an optional bool as its value and whether it is set, both written out.
+func (s *hashState) bools(b *bool) {
+	v, set := "false", "false"
+	if b != nil {
+		set = "true"
+		if *b {
+			v = "true"
+		}
+	}
+	s.fields(v, set)
+}
+
+// hashMap hashes a map's size (written out), then its entries in key order.
+func hashMap[V string | []byte](s *hashState, m map[string]V) {
+	var n [20]byte
+	s.field(strconv.AppendInt(n[:0], int64(len(m)), 10))
+	keys := slices.AppendSeq(make([]string, 0, 16), maps.Keys(m))
+	slices.Sort(keys)
+	for _, k := range keys {
+		s.fields(k)
 		switch v := any(m[k]).(type) {
 		case []byte:
-			var n [binary.MaxVarintLen64]byte
-			h.Write(n[:binary.PutUvarint(n[:], uint64(len(v)))])
-			h.Write(v)
+			s.field(v)
 		case string:
-			hashField(h, v)
+			s.fields(v)
 		}
 	}
 }

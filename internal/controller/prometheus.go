@@ -514,11 +514,14 @@ func applyRun[S ~[]E, E any](items S, i, end int, peers func(E) bool, apply func
 func prune[T client.Object](ctx context.Context, applier *apply.Applier, owner client.Object, objs []T, labels map[string]string,
 	ownedKinds, unownedKinds []schema.GroupVersionKind, pruned *string, retained []client.Object) error {
 	log := ctrl.LoggerFrom(ctx)
-	var keep []client.Object
+	keep := make([]client.Object, 0, len(objs)+len(retained))
 	var set strings.Builder
+	set.Grow(len(*pruned))
 	add := func(obj client.Object) {
 		keep = append(keep, obj)
-		fmt.Fprintf(&set, "%s/%s/%s\n", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName())
+		for _, s := range [...]string{obj.GetObjectKind().GroupVersionKind().Kind, "/", obj.GetNamespace(), "/", obj.GetName(), "\n"} {
+			set.WriteString(s)
+		}
 	}
 	for _, obj := range objs {
 		if !workload.Shared(obj) {

@@ -29,6 +29,7 @@ type Cache struct {
 	generator [sha256.Size]byte
 	entries   map[types.UID]*cacheEntry
 	epoch     uint64 // counts renders; an entry used by the current one carries it
+	ordered   uint64 // the epoch of the last render that completed: its entries' positions are one order
 	monitors  int    // how many monitors the last render was given: the positions of its order
 	// The additional scrape configs last accepted under this generator, by content.
 	additional [sha256.Size]byte
@@ -36,6 +37,9 @@ type Cache struct {
 	alerting [sha256.Size]byte
 	// The remote_write and remote_read sections last accepted under this generator, by content.
 	remote [sha256.Size]byte
+
+	// scratch is what a render works in and drops once done, kept for the next one.
+	scratch scratch
 
 	// Hits and Misses count the monitors of the last Generate call taken from the Cache and
 	// rendered; for tests and metrics.
@@ -51,6 +55,25 @@ func (c *Cache) Len() int {
 		return 0
 	}
 	return len(c.entries)
+}
+
+// scratch holds the lists a render of thousands of monitors would otherwise allocate anew
+// each time (the monitors, sorted, and the entry chosen for each). A render returns them
+// empty, so that they keep no object alive; only the arrays stay.
+type scratch struct {
+	in, last, others, out []monitor
+	chosen                []*cacheEntry
+}
+
+// release empties the lists, keeping the arrays, once a render is done with them; chosen is
+// the render's own chosen list, which may have outgrown the scratch's.
+func (s *scratch) release(chosen *[]*cacheEntry) {
+	for _, l := range []*[]monitor{&s.in, &s.last, &s.others, &s.out} {
+		clear(*l)
+		*l = (*l)[:0]
+	}
+	clear(*chosen)
+	s.chosen = (*chosen)[:0]
 }
 
 type cacheEntry struct {

@@ -206,45 +206,74 @@ func TestCompareKeysOrdersLikeTheJoinedString(t *testing.T) {
 }
 
 // TestTheLastOrderOnlySpeedsTheSort: whatever a cache remembers of the last order (new,
-// removed, duplicated and renamed objects, positions out of range), sortedObjects gives what
-// a sort without it gives, and each object found in the cache with its own entry.
+// removed, duplicated and renamed objects, positions out of range or from an older render,
+// kinds mixed), sortMonitors gives what a sort without it gives, and each monitor found in the
+// cache with its own entry; the scratch it works in, reused from round to round, changes
+// nothing either.
 func TestTheLastOrderOnlySpeedsTheSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	var sms []*monitoringv1.ServiceMonitor
+	var in []monitor
 	for i := range 300 {
 		sm := newServiceMonitor(fmt.Sprintf("ns%d", r.IntN(20)), fmt.Sprintf("app%d", r.IntN(100)))
 		sm.UID, sm.ResourceVersion = types.UID(fmt.Sprintf("uid-%d", i)), fmt.Sprint(r.IntN(3))
-		sms = append(sms, sm)
+		m := monitor{obj: sm, rank: serviceMonitorRank}
+		if i%3 == 0 { // the same namespace/name under another kind
+			m.rank = probeRank
+		}
+		in = append(in, m)
 	}
-	sms = append(sms, sms[3], sms[10]) // the same object given twice
-	want, _ := sortedObjects(sms, nil)
-	for round := range 50 {
-		c := NewCache()
+	in = append(in, in[3], in[10]) // the same object given twice
+	want := slices.Clone(sortMonitors(slices.Clone(in), NewCache()))
+	if !slices.IsSortedFunc(want, compareMonitors) || len(want) != len(in) {
+		t.Fatal("without a cache, the monitors are not sorted")
+	}
+	if want[0].rank != serviceMonitorRank || want[len(want)-1].rank != probeRank {
+		t.Fatal("the kinds are not in the config's order")
+	}
+	c := NewCache()
+	c.ordered = 5
+	for round := range 60 {
+		clear(c.entries)
 		c.monitors = r.IntN(400)
-		for _, sm := range sms {
+		consistent := round%3 > 0
+		entry := func(m monitor) *cacheEntry {
+			// Positions that are not one render's order come from an older render (a failed
+			// render moved some, or they are left from before).
+			e := &cacheEntry{kind: m.kind(), ns: m.obj.GetNamespace(), name: m.obj.GetName(), at: r.IntN(450), epoch: c.ordered - 1}
+			if consistent && r.IntN(5) > 0 {
+				e.epoch = c.ordered
+			}
+			if r.IntN(10) == 0 { // renamed since
+				e.name += "-old"
+			}
+			return e
+		}
+		for _, m := range in {
 			if r.IntN(4) > 0 {
-				c.entries[sm.UID] = &cacheEntry{at: r.IntN(450)}
+				c.entries[m.obj.GetUID()] = entry(m)
 			}
 		}
-		if round%2 == 0 { // the last order itself, with some of the monitors new to it
-			for i, sm := range want {
-				if e := c.entries[sm.UID]; e != nil {
+		if consistent { // the last order itself, with some of the monitors new to it
+			for i, m := range want {
+				if e := c.entries[m.obj.GetUID()]; e != nil {
 					e.at = i
 				}
 			}
 			c.monitors = len(want)
 		}
-		in := append([]*monitoringv1.ServiceMonitor{nil}, sms...)
-		r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
-		got, entries := sortedObjects(in, c)
-		if !slices.Equal(got, want) {
+		shuffled := slices.Clone(in)
+		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		got := sortMonitors(shuffled, c)
+		if !slices.EqualFunc(got, want, func(a, b monitor) bool { return a.obj == b.obj && a.rank == b.rank }) {
 			t.Fatalf("round %d: the order depends on the cache", round)
 		}
-		for i, e := range entries {
-			if e != nil && e != c.entries[got[i].UID] {
-				t.Fatalf("round %d: %s/%s comes with another object's entry", round, got[i].Namespace, got[i].Name)
+		for _, m := range got {
+			if m.cached != nil && m.cached != c.entries[m.obj.GetUID()] {
+				t.Fatalf("round %d: %s/%s comes with another object's entry", round, m.obj.GetNamespace(), m.obj.GetName())
 			}
 		}
+		chosen := c.scratch.chosen
+		c.scratch.release(&chosen)
 	}
 }
 
@@ -262,5 +291,59 @@ func TestAStartRemembersWhatEachMonitorRead(t *testing.T) {
 	w.secrets[0].ResourceVersion = "101"
 	if _, misses := w.step(t, c); misses != 1 {
 		t.Fatalf("after the Secret changed, %d monitors were built again, want the 1 that reads it", misses)
+	}
+}
+
+// TestCacheFollowsRandomChurn: renders with one cache through random churn (monitors added,
+// deleted, changed, recreated under their name, renamed with their UID, given twice, input
+// order shuffled) and
+// renders that fail halfway, each compared with a render without the cache: the order the
+// cache remembers is only ever trusted when a whole render made it.
+func TestCacheFollowsRandomChurn(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	w := newCachedWorld(30)
+	c := NewCache()
+	next := 0
+	for step := range 150 {
+		switch op := r.IntN(8); {
+		case op == 0:
+			sm := newServiceMonitor(fmt.Sprintf("ns%d", r.IntN(9)), fmt.Sprintf("new%d", next))
+			sm.UID = types.UID(fmt.Sprintf("new-%d", next))
+			next++
+			w.sms = append(w.sms, sm)
+		case op == 1 && len(w.sms) > 1:
+			i := r.IntN(len(w.sms))
+			w.sms = append(w.sms[:i:i], w.sms[i+1:]...)
+		case op == 2:
+			sm := w.sms[r.IntN(len(w.sms))].DeepCopy()
+			sm.Spec.Endpoints[0].Interval = monitoringv1.Duration(fmt.Sprintf("%ds", 1+r.IntN(50)))
+			sm.Generation++
+			w.sms = append(slices.Clone(w.sms), sm)
+			w.sms = slices.DeleteFunc(w.sms, func(o *monitoringv1.ServiceMonitor) bool { return o.UID == sm.UID && o != sm })
+		case op == 3:
+			i := r.IntN(len(w.sms))
+			sm := w.sms[i].DeepCopy()
+			sm.UID = types.UID(fmt.Sprintf("recreated-%d", next))
+			next++
+			w.sms = append(slices.Clone(w.sms[:i]), append([]*monitoringv1.ServiceMonitor{sm}, w.sms[i+1:]...)...)
+		case op == 4:
+			w.sms = append(slices.Clone(w.sms), w.sms[r.IntN(len(w.sms))])
+		case op == 6:
+			// Renamed with its UID kept (files can do this; the apiserver cannot).
+			i := r.IntN(len(w.sms))
+			sm := w.sms[i].DeepCopy()
+			sm.Name = fmt.Sprintf("renamed%d", r.IntN(1000))
+			w.sms = append(slices.Clone(w.sms[:i]), append([]*monitoringv1.ServiceMonitor{sm}, w.sms[i+1:]...)...)
+		case op == 5:
+			// A render that fails after the monitors were sorted and the cache consulted.
+			sm := w.sms[r.IntN(len(w.sms))]
+			w.extra = []byte(fmt.Sprintf("- job_name: serviceMonitor/%s/%s/0\n  static_configs:\n  - targets: [a:1]\n", sm.Namespace, sm.Name))
+			if _, err := Generate(w.input(c)); err == nil {
+				t.Fatalf("step %d: an additional job named like a generated one was accepted", step)
+			}
+			w.extra = nil
+		}
+		r.Shuffle(len(w.sms), func(i, j int) { w.sms[i], w.sms[j] = w.sms[j], w.sms[i] })
+		w.step(t, c)
 	}
 }

@@ -184,12 +184,40 @@ func Generate(in Input) (*Result, error) {
 	return res, nil
 }
 
-// monitor is one input object of any kind, in the order its jobs are written.
+// monitor is one input object of any kind, in the order its jobs are written. It is kept
+// small: a render of thousands of monitors sorts and copies the list.
 type monitor struct {
-	kind      string
-	obj       metav1.Object
-	endpoints string      // see candidate.endpoints
-	cached    *cacheEntry // the cache's entry for its UID, when sortedObjects found one
+	obj    metav1.Object
+	cached *cacheEntry // the cache's entry for its UID, when sortMonitors found one
+	rank   kindRank
+}
+
+// kindRank is a monitor kind's place in the config: ServiceMonitors' jobs first, then
+// PodMonitors', Probes' and ScrapeConfigs'.
+type kindRank uint8
+
+const (
+	serviceMonitorRank kindRank = iota
+	podMonitorRank
+	probeRank
+	scrapeConfigRank
+)
+
+var rankKinds = [...]string{serviceMonitorKind, podMonitorKind, probeKind, scrapeConfigKind}
+
+// kind is the monitor's kind, as verdicts name it.
+func (m monitor) kind() string { return rankKinds[m.rank] }
+
+// endpoints is the field listing the monitor's endpoints (see candidate.endpoints), for
+// the kinds that have one.
+func (m monitor) endpoints() string {
+	switch m.rank {
+	case serviceMonitorRank:
+		return "endpoints"
+	case podMonitorRank:
+		return "podMetricsEndpoints"
+	}
+	return ""
 }
 
 // jobs builds m's jobs with g. It is a method of the generator and not of the monitor: the
@@ -209,27 +237,20 @@ func (g *generator) jobs(m monitor) ([]*scrapeJob, discovery, *rejection) {
 	panic(fmt.Sprintf("no jobs for a %T", m.obj)) // monitors makes only the kinds above
 }
 
-// monitors lists the input in the existing operator's order (kindOrder), each kind sorted by
-// namespace/name.
+// monitors lists the input in the existing operator's order: ServiceMonitors, PodMonitors,
+// Probes, then ScrapeConfigs, each kind sorted by namespace/name (see sortMonitors). The list
+// is the cache's scratch: valid until the next render with the same cache (a nil cache is an
+// empty one).
 func (g *generator) monitors(in Input, cache *Cache) []monitor {
-	sms, smEntries := sortedObjects(in.ServiceMonitors, cache)
-	pms, pmEntries := sortedObjects(in.PodMonitors, cache)
-	probes, probeEntries := sortedObjects(in.Probes, cache)
-	scs, scEntries := sortedObjects(in.ScrapeConfigs, cache)
-	out := make([]monitor, 0, len(sms)+len(pms)+len(probes)+len(scs))
-	for i, sm := range sms {
-		out = append(out, monitor{kind: serviceMonitorKind, obj: sm, endpoints: "endpoints", cached: smEntries[i]})
+	if cache == nil {
+		cache = &Cache{}
 	}
-	for i, pm := range pms {
-		out = append(out, monitor{kind: podMonitorKind, obj: pm, endpoints: "podMetricsEndpoints", cached: pmEntries[i]})
-	}
-	for i, p := range probes {
-		out = append(out, monitor{kind: probeKind, obj: p, cached: probeEntries[i]})
-	}
-	for i, sc := range scs {
-		out = append(out, monitor{kind: scrapeConfigKind, obj: sc, cached: scEntries[i]})
-	}
-	return out
+	all := appendMonitors(cache.scratch.in[:0], in.ServiceMonitors, serviceMonitorRank)
+	all = appendMonitors(all, in.PodMonitors, podMonitorRank)
+	all = appendMonitors(all, in.Probes, probeRank)
+	all = appendMonitors(all, in.ScrapeConfigs, scrapeConfigRank)
+	cache.scratch.in = all
+	return sortMonitors(all, cache)
 }
 
 func generate(in Input) (*Result, error) {
@@ -270,18 +291,19 @@ func generate(in Input) (*Result, error) {
 	monitors := g.monitors(in, cache)
 	cache.monitors = len(monitors)
 	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)+in.MoreVerdicts), Groups: make([]Group, 0, len(monitors)+1), Head: g.globalYAML, Tail: tail}
-	chosen := make([]*cacheEntry, 0, len(monitors)) // by verdict; nil for duplicates
+	chosen := cache.scratch.chosen[:0] // by verdict; nil for duplicates
+	defer cache.scratch.release(&chosen)
 	var misses []miss
 	used := 0
 
 	for i, m := range monitors {
 		ns, name := m.obj.GetNamespace(), m.obj.GetName()
-		res.Verdicts = append(res.Verdicts, Verdict{Kind: m.kind, Namespace: ns, Name: name, Generation: m.obj.GetGeneration(), UID: m.obj.GetUID()})
+		res.Verdicts = append(res.Verdicts, Verdict{Kind: m.kind(), Namespace: ns, Name: name, Generation: m.obj.GetGeneration(), UID: m.obj.GetUID()})
 		// Each kind is sorted by namespace/name: the same object given twice comes twice in a row.
-		if prev := monitors[max(i-1, 0)]; i > 0 && prev.kind == m.kind && prev.obj.GetNamespace() == ns && prev.obj.GetName() == name {
+		if prev := monitors[max(i-1, 0)]; i > 0 && prev.rank == m.rank && prev.obj.GetNamespace() == ns && prev.obj.GetName() == name {
 			v := &res.Verdicts[len(res.Verdicts)-1]
 			v.Reason = ReasonDuplicate
-			v.Message = fmt.Sprintf("%s %s/%s was given more than once; only the first is used", m.kind, ns, name)
+			v.Message = fmt.Sprintf("%s %s/%s was given more than once; only the first is used", m.kind(), ns, name)
 			chosen = append(chosen, nil)
 			continue
 		}
@@ -291,7 +313,7 @@ func generate(in Input) (*Result, error) {
 		if e == nil {
 			e = cache.entries[uid]
 		}
-		if e != nil && uid != "" && e.kind == m.kind && e.ns == ns && e.name == name && e.usable(uid, generation, g) {
+		if e != nil && uid != "" && e.kind == m.kind() && e.ns == ns && e.name == name && e.usable(uid, generation, g) {
 			cache.Hits++
 			e.epoch, e.at = cache.epoch, i
 			// The object's own strings from now on: an informer replaces an object on every
@@ -387,6 +409,7 @@ func generate(in Input) (*Result, error) {
 	if len(res.Groups) == 0 {
 		res.Size += len(emptyScrapeConfigs) - len(scrapeConfigsKey)
 	}
+	cache.ordered = cache.epoch // every entry left is at its place in this render's order
 	return res, nil
 }
 
@@ -449,7 +472,7 @@ func (g *generator) buildShare(misses []miss) error {
 		if err != nil {
 			return err
 		}
-		e.kind, e.ns, e.name, e.key = m.kind, ns, name, m.kind+"/"+ns+"/"+name
+		e.kind, e.ns, e.name, e.key = m.kind(), ns, name, m.kind()+"/"+ns+"/"+name
 		ms.entry = e
 		if c != nil {
 			pending = append(pending, c)
@@ -496,14 +519,14 @@ func (g *generator) build(m monitor, uid types.UID, generation int64) (*cacheEnt
 	}
 	fragment, err := marshalJobs(jobs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("marshal jobs of %s %s/%s: %w", m.kind, m.obj.GetNamespace(), m.obj.GetName(), err)
+		return nil, nil, fmt.Errorf("marshal jobs of %s %s/%s: %w", m.kind(), m.obj.GetNamespace(), m.obj.GetName(), err)
 	}
 	e.fragment, e.discovery = fragment, disc
 	e.jobNames = make([]string, len(jobs))
 	for i, j := range jobs {
 		e.jobNames[i] = j.JobName
 	}
-	return e, &candidate{entry: e, endpoints: m.endpoints, jobs: jobs}, nil
+	return e, &candidate{entry: e, endpoints: m.endpoints(), jobs: jobs}, nil
 }
 
 // checkBatchBytes bounds the YAML loaded at once: big enough that the loader's fixed cost is
@@ -644,77 +667,82 @@ func (g *generator) load(fragment []byte) error {
 	return err
 }
 
-// sortedObjects drops nil entries and orders by "namespace/name", the order the existing
-// operator writes jobs in. Ties (the same object given twice) are broken by UID and
+// appendMonitors appends the non-nil objects of one kind to all.
+func appendMonitors[PT interface {
+	comparable
+	metav1.Object
+}](all []monitor, objs []PT, rank kindRank) []monitor {
+	var none PT
+	for _, o := range objs {
+		if o != none {
+			all = append(all, monitor{obj: o, rank: rank})
+		}
+	}
+	return all
+}
+
+// sortMonitors orders monitors by kind (rank), then by "namespace/name", the order the
+// existing operator writes jobs in. Ties (the same object given twice) are broken by UID and
 // resourceVersion so that the one kept does not depend on the input order.
 //
-// The objects the cache has an entry for are first put in the order of the last render, and
-// that entry is returned with them (nil for the others): the render then needs no second
-// lookup. When that order still holds (a name never changes), only the others are sorted, and
-// merged in: a change among thousands of monitors costs two passes instead of n·log n
-// comparisons of names.
-func sortedObjects[T any, PT interface {
-	*T
-	metav1.Object
-}](in []PT, cache *Cache) ([]PT, []*cacheEntry) {
-	// Ties on namespace/name are broken completely, so there is one order.
-	compare := func(a, b PT) int {
-		if c := compareKeys(a.GetNamespace(), a.GetName(), b.GetNamespace(), b.GetName()); c != 0 {
-			return c
-		}
-		if c := strings.Compare(string(a.GetUID()), string(b.GetUID())); c != 0 {
-			return c
-		}
-		return strings.Compare(a.GetResourceVersion(), b.GetResourceVersion())
+// A monitor the last completed render placed (its cache entry is from that render and names
+// the same kind, namespace and name) goes back to its place in that render's order, with the
+// entry: the render then needs no second lookup, and these monitors are in order without
+// being compared. Only the others (new, renamed, or the cache lost track) are sorted, and
+// each is inserted where a binary search puts it: a change among thousands of monitors costs
+// one pass and a few comparisons instead of n·log n comparisons of names. The lists it works
+// in and the one it returns are the cache's scratch, which every render reuses instead of
+// allocating a few hundred kilobytes per thousand monitors.
+func sortMonitors(in []monitor, c *Cache) []monitor {
+	s := &c.scratch
+	var last []monitor // by position in the last completed render's order
+	if len(c.entries) > 0 {
+		last = slices.Grow(s.last[:0], c.monitors)[:c.monitors]
+		clear(last)
 	}
-	type known struct {
-		obj   PT
-		entry *cacheEntry
-	}
-	var last []known // by position in the last render's order
-	if cache != nil && len(cache.entries) > 0 {
-		last = make([]known, cache.monitors)
-	}
-	var others []PT
-	for _, o := range in {
-		if o == nil {
-			continue
-		}
+	others := s.others[:0]
+	for _, m := range in {
 		if last != nil {
-			if e := cache.entries[o.GetUID()]; e != nil && e.at < len(last) && last[e.at].obj == nil {
-				last[e.at] = known{o, e}
+			if e := c.entries[m.obj.GetUID()]; e != nil && e.epoch == c.ordered && e.at < len(last) && last[e.at].obj == nil &&
+				e.kind == m.kind() && e.ns == m.obj.GetNamespace() && e.name == m.obj.GetName() {
+				m.cached = e
+				last[e.at] = m
 				continue
 			}
 		}
-		others = append(others, o)
+		others = append(others, m)
 	}
-	objs := make([]PT, 0, len(in))
-	entries := make([]*cacheEntry, 0, len(in))
-	for _, k := range last {
-		if k.obj != nil {
-			objs, entries = append(objs, k.obj), append(entries, k.entry)
+	known := last[:0] // the placed ones, compacted in place: in order
+	for _, m := range last {
+		if m.obj != nil {
+			known = append(known, m)
 		}
 	}
-	slices.SortFunc(others, compare)
-	if !slices.IsSortedFunc(objs, compare) {
-		objs = append(objs, others...)
-		slices.SortFunc(objs, compare)
-		return objs, make([]*cacheEntry, len(objs))
+	slices.SortFunc(others, compareMonitors)
+	out := s.out[:0]
+	for _, m := range others {
+		at, _ := slices.BinarySearchFunc(known, m, compareMonitors)
+		out = append(append(out, known[:at]...), m)
+		known = known[at:]
 	}
-	if len(others) == 0 {
-		return objs, entries
+	out = append(out, known...)
+	s.last, s.others, s.out = last, others, out
+	return out
+}
+
+// compareMonitors orders by kind, namespace/name, then UID and resourceVersion: ties are
+// broken completely, so there is one order.
+func compareMonitors(a, b monitor) int {
+	if c := cmp.Compare(a.rank, b.rank); c != 0 {
+		return c
 	}
-	outObjs := make([]PT, 0, len(objs)+len(others))
-	outEntries := make([]*cacheEntry, 0, len(objs)+len(others))
-	for len(objs) > 0 || len(others) > 0 {
-		if len(objs) == 0 || len(others) > 0 && compare(others[0], objs[0]) < 0 {
-			outObjs, outEntries, others = append(outObjs, others[0]), append(outEntries, nil), others[1:]
-			continue
-		}
-		outObjs, outEntries = append(outObjs, objs[0]), append(outEntries, entries[0])
-		objs, entries = objs[1:], entries[1:]
+	if c := compareKeys(a.obj.GetNamespace(), a.obj.GetName(), b.obj.GetNamespace(), b.obj.GetName()); c != 0 {
+		return c
 	}
-	return outObjs, outEntries
+	if c := strings.Compare(string(a.obj.GetUID()), string(b.obj.GetUID())); c != 0 {
+		return c
+	}
+	return strings.Compare(a.obj.GetResourceVersion(), b.obj.GetResourceVersion())
 }
 
 // compareKeys compares "nsA/nameA" with "nsB/nameB" as strings, without
