@@ -81,7 +81,8 @@ type Desired struct {
 
 // Config is the whole uncompressed prometheus.yaml, before any split into
 // pieces (what `lookout render -o config` prints; the config Secret holds the
-// same bytes unless the config was split). Assembled on each call.
+// same bytes unless the config was split). Assembled on each call; valid until the next
+// render with the same Cache.
 func (d *Desired) Config() []byte { return d.scrape.Config() }
 
 // SpecError means the Prometheus spec itself cannot be rendered; the user

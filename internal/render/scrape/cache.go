@@ -63,6 +63,7 @@ func (c *Cache) Len() int {
 type scratch struct {
 	in, last, others, out []monitor
 	chosen                []*cacheEntry
+	groups                []Group // the last Result's Groups, which the next one reuses
 }
 
 // release empties the lists, keeping the arrays, once a render is done with them; chosen is

@@ -95,6 +95,10 @@ type Result struct {
 	// items of scrape_configs, one per accepted monitor with jobs plus the additional scrape
 	// configs, in the config's order; Tail is what follows scrape_configs (alerting, remote_write,
 	// remote_read), empty when nothing does. Config() puts them together.
+	//
+	// With a Cache, Groups is an array of the Cache's that the next Generate with it reuses:
+	// Groups, and Config, are valid until then (a change among thousands of monitors would
+	// otherwise allocate the list anew each time).
 	Head   []byte
 	Groups []Group
 	Tail   []byte
@@ -290,7 +294,8 @@ func generate(in Input) (*Result, error) {
 
 	monitors := g.monitors(in, cache)
 	cache.monitors = len(monitors)
-	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)+in.MoreVerdicts), Groups: make([]Group, 0, len(monitors)+1), Head: g.globalYAML, Tail: tail}
+	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)+in.MoreVerdicts), Groups: slices.Grow(cache.scratch.groups[:0], len(monitors)+1), Head: g.globalYAML, Tail: tail}
+	defer func() { cache.scratch.groups = res.Groups[:0] }()
 	chosen := cache.scratch.chosen[:0] // by verdict; nil for duplicates
 	defer cache.scratch.release(&chosen)
 	var misses []miss
