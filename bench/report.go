@@ -198,7 +198,9 @@ func writeDocSection(path string, rs []Result) error {
 		rest := doc[i:]
 		j := strings.Index(rest, docEnd)
 		if j >= 0 {
-			rest = rest[j+len(docEnd):]
+			// One blank line after the marker, however many there were: a rewrite
+			// changes nothing but the section.
+			rest = "\n" + strings.TrimLeft(rest[j+len(docEnd):], "\n")
 		} else if k := strings.Index(rest[len(docHeading):], "\n## "); k >= 0 {
 			rest = rest[len(docHeading)+k:]
 		} else {
