@@ -66,15 +66,14 @@ type scratch struct {
 	groups                []Group // the last Result's Groups, which the next one reuses
 }
 
-// release empties the lists, keeping the arrays, once a render is done with them; chosen is
-// the render's own chosen list, which may have outgrown the scratch's.
-func (s *scratch) release(chosen *[]*cacheEntry) {
+// release empties the lists, keeping the arrays, once a render is done with them.
+func (s *scratch) release() {
 	for _, l := range []*[]monitor{&s.in, &s.last, &s.others, &s.out} {
 		clear(*l)
 		*l = (*l)[:0]
 	}
-	clear(*chosen)
-	s.chosen = (*chosen)[:0]
+	clear(s.chosen)
+	s.chosen = s.chosen[:0]
 }
 
 type cacheEntry struct {

@@ -272,8 +272,7 @@ func TestTheLastOrderOnlySpeedsTheSort(t *testing.T) {
 				t.Fatalf("round %d: %s/%s comes with another object's entry", round, m.obj.GetNamespace(), m.obj.GetName())
 			}
 		}
-		chosen := c.scratch.chosen
-		c.scratch.release(&chosen)
+		c.scratch.release()
 	}
 }
 

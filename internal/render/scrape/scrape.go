@@ -297,7 +297,10 @@ func generate(in Input) (*Result, error) {
 	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)+in.MoreVerdicts), Groups: slices.Grow(cache.scratch.groups[:0], len(monitors)+1), Head: g.globalYAML, Tail: tail}
 	defer func() { cache.scratch.groups = res.Groups[:0] }()
 	chosen := cache.scratch.chosen[:0] // by verdict; nil for duplicates
-	defer cache.scratch.release(&chosen)
+	defer func() {
+		cache.scratch.chosen = chosen // the array it grew into, if it did
+		cache.scratch.release()
+	}()
 	var misses []miss
 	used := 0
 
