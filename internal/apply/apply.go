@@ -680,16 +680,13 @@ func hashOf(obj client.Object) (string, error) {
 		hashMap(s, o.Data)
 		hashMap(s, o.BinaryData)
 	default:
+		var b []byte
 		if pm, ok := obj.(protoMarshaler); ok {
-			var b []byte
-			if b, err = s.marshal(pm); err == nil {
-				s.h.Write(b)
-			}
+			b, err = s.marshal(pm)
 		} else {
-			var b []byte
 			b, err = json.Marshal(obj)
-			s.h.Write(b)
 		}
+		s.h.Write(b)
 	}
 	if err != nil {
 		return "", fmt.Errorf("hash %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
@@ -737,18 +734,22 @@ func (s *hashState) meta(m *metav1.ObjectMeta) error {
 
 // field hashes b with its length first, so that no two lists of fields hash the same bytes.
 func (s *hashState) field(b []byte) {
-	var n [binary.MaxVarintLen64]byte
-	s.h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
+	s.length(len(b))
 	s.h.Write(b)
 }
 
 // fields hashes each of fields as field does.
 func (s *hashState) fields(fields ...string) {
 	for _, f := range fields {
-		var n [binary.MaxVarintLen64]byte
-		s.h.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
+		s.length(len(f))
 		io.WriteString(s.h, f)
 	}
+}
+
+// length hashes n as a varint, the prefix of a field.
+func (s *hashState) length(n int) {
+	var b [binary.MaxVarintLen64]byte
+	s.h.Write(b[:binary.PutUvarint(b[:], uint64(n))])
 }
 
 // bools hashes an optional bool as its value and whether it is set, both written out.

@@ -317,6 +317,21 @@ func (f *filler) anyStr() string {
 	}
 }
 
+// length is how many elements a slice or map gets (up to most), and false when it stays
+// nil; a full filler always gives at least one.
+func (f *filler) length(most int) (int, bool) {
+	n := 1 + f.r.IntN(most)
+	if !f.full {
+		switch f.r.IntN(6) {
+		case 0:
+			return 0, false
+		case 1:
+			n = 0
+		}
+	}
+	return n, true
+}
+
 func (f *filler) ident(n int) string {
 	const first = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 	const rest = first + "0123456789"
@@ -378,14 +393,9 @@ func (f *filler) fill(v reflect.Value) {
 		f.depth--
 		v.Set(p)
 	case reflect.Slice:
-		n := 1 + r.IntN(4)
-		if !f.full {
-			switch r.IntN(6) {
-			case 0:
-				return // nil
-			case 1:
-				n = 0
-			}
+		n, ok := f.length(4)
+		if !ok {
+			return // nil
 		}
 		if f.depth > 4 {
 			n = 0
@@ -398,14 +408,9 @@ func (f *filler) fill(v reflect.Value) {
 		f.depth--
 		v.Set(s)
 	case reflect.Map:
-		n := 1 + r.IntN(6)
-		if !f.full {
-			switch r.IntN(6) {
-			case 0:
-				return
-			case 1:
-				n = 0
-			}
+		n, ok := f.length(6)
+		if !ok {
+			return // nil
 		}
 		m := reflect.MakeMap(t)
 		f.depth++
