@@ -294,7 +294,7 @@ func TestAlertmanagerDriftIsRevertedAndAQuietReconcileWritesNothing(t *testing.T
 		}
 		c := conditionOf(am.Status.Conditions, monitoringv1.Reconciled)
 		return c != nil && c.Status == monitoringv1.ConditionTrue && am.Status.Replicas == 1 &&
-			sts.Status.ObservedGeneration == sts.Generation && sts.Status.Replicas == 1, nil
+			countsSettled(&sts, am.Status.Replicas, am.Status.UpdatedReplicas, am.Status.AvailableReplicas), nil
 	})
 
 	// Nothing to change: a label on the Alertmanager makes a reconcile that writes nothing.

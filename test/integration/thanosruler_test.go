@@ -161,7 +161,7 @@ func TestThanosRulerDriftIsRevertedAndAQuietReconcileWritesNothing(t *testing.T)
 		}
 		c := conditionOf(tr.Status.Conditions, monitoringv1.Reconciled)
 		return c != nil && c.Status == monitoringv1.ConditionTrue && tr.Status.Replicas == 1 &&
-			sts.Status.ObservedGeneration == sts.Generation && sts.Status.Replicas == 1 &&
+			countsSettled(&sts, tr.Status.Replicas, tr.Status.UpdatedReplicas, tr.Status.AvailableReplicas) &&
 			trBinding(t, ns, "rules", "drift") != nil, nil
 	})
 	if err := k8s.Get(testCtx, cmKey, &cm); err != nil {

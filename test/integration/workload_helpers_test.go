@@ -41,6 +41,16 @@ func checkArgs(t *testing.T, container string, args []string, want ...string) {
 	}
 }
 
+// countsSettled says that the StatefulSet controller has seen sts's latest spec and updated
+// every replica, and that the owner's status counts (replicas, updated, available) are what
+// sts reports: no update of sts's status is still on its way to change the owner's, so a
+// quiet reconcile can be told apart from one that catches up with the StatefulSet.
+func countsSettled(sts *appsv1.StatefulSet, replicas, updated, available int32) bool {
+	s := sts.Status
+	return s.ObservedGeneration == sts.Generation && s.UpdatedReplicas == s.Replicas &&
+		replicas == s.Replicas && updated == s.UpdatedReplicas && available == s.AvailableReplicas
+}
+
 // checkQuietReconcile touches owner's labels and checks that the reconcile this makes
 // (counted for controller) sends no write in namespace ns.
 func checkQuietReconcile[T client.Object](t *testing.T, controller, ns string, owner T) {
