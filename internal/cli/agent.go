@@ -47,7 +47,7 @@ func renderAgents(ctx context.Context, c client.Reader, o RenderOptions, out, er
 
 // RenderAgent gathers and renders one PrometheusAgent exactly as the controller does.
 func RenderAgent(ctx context.Context, c client.Reader, a *monitoringv1alpha1.PrometheusAgent, reloaderImage string) (*render.Desired, error) {
-	g, err := (&gather.Cluster{Cache: c, Live: c}).Prometheus(ctx, promrender.AgentView(a))
+	g, err := (&gather.Cluster{Cache: c, Live: c}).Prometheus(ctx, promrender.AgentView(a), nil)
 	if err != nil {
 		return nil, fmt.Errorf("PrometheusAgent %s/%s: %w", a.Namespace, a.Name, err)
 	}

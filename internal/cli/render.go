@@ -106,7 +106,7 @@ func writeDesired(out, errOut io.Writer, output string, i int, kind string, owne
 
 // RenderOne gathers and renders one Prometheus from a reader.
 func RenderOne(ctx context.Context, c client.Reader, p *monitoringv1.Prometheus, reloaderImage string) (*render.Desired, error) {
-	g, err := (&gather.Cluster{Cache: c, Live: c}).Prometheus(ctx, p)
+	g, err := (&gather.Cluster{Cache: c, Live: c}).Prometheus(ctx, p, nil)
 	if err != nil {
 		return nil, fmt.Errorf("Prometheus %s/%s: %w", p.Namespace, p.Name, err)
 	}

@@ -75,6 +75,7 @@ type PrometheusReconciler struct {
 // never overlap, so its fields need no lock.
 type memory struct {
 	render *render.Cache // each monitor's checked jobs, the pieces, the RBAC objects
+	gather *gather.Memo  // the objects the last gather saw, by identity
 	// verdicts as last reported in Events, in render order.
 	verdicts      []scrape.Verdict
 	verdictsKnown bool
@@ -88,7 +89,7 @@ type memory struct {
 
 // memoryOf is the memory of one Prometheus, made on first use.
 func (r *PrometheusReconciler) memoryOf(key types.NamespacedName) *memory {
-	return r.memory.of(key, func() *memory { return &memory{render: render.NewCache()} })
+	return r.memory.of(key, func() *memory { return &memory{render: render.NewCache(), gather: gather.NewMemo()} })
 }
 
 // Kinds the reconciler prunes in the Prometheus's namespace (owner-referenced).
@@ -158,7 +159,7 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	phases := startPhases()
 	defer func() {
 		c := r.memoryOf(req.NamespacedName).render.Scrape
-		phases.logIfSlow(log, "prometheus", klog.KObj(p), "cacheHits", c.Hits, "cacheMisses", c.Misses)
+		phases.logIfSlow(log, "prometheus", klog.KObj(p), "cacheHits", c.Hits, "cacheMisses", c.Misses, "orderFromDelta", c.Patched)
 	}()
 	desired, selected, err := r.render(ctx, obj, p, phases)
 	var specErr *render.SpecError
@@ -215,14 +216,15 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // Events and bindings, built on first use: a change that needs neither (the usual one,
 // for Events; bindings are written off the reconcile) does not index thousands of them.
 func (r *PrometheusReconciler) render(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, phases *phaseTimer) (*render.Desired, finder, error) {
-	g, err := r.gather.Prometheus(ctx, p)
+	mem := r.memoryOf(client.ObjectKeyFromObject(p))
+	g, err := r.gather.Prometheus(ctx, p, mem.gather)
 	phases.done("gather")
 	if err != nil {
 		return nil, nil, err
 	}
 	r.refs.set(client.ObjectKeyFromObject(p), g.Refs)
 	g.Inputs.ReloaderImage = r.Options.ReloaderImage
-	g.Inputs.Cache = r.memoryOf(client.ObjectKeyFromObject(p)).render
+	g.Inputs.Cache = mem.render
 	in := g.Inputs
 	each := func(add func(kind string, o client.Object)) {
 		for _, o := range in.ServiceMonitors {

@@ -40,7 +40,7 @@ func (c *Cluster) Alertmanager(ctx context.Context, am *monitoringv1.Alertmanage
 	if in.Configs, err = selectWith[monitoringv1alpha1.AlertmanagerConfig](ctx, c, sel, am.Namespace, &monitoringv1alpha1.AlertmanagerConfigList{},
 		func(l *monitoringv1alpha1.AlertmanagerConfigList) []monitoringv1alpha1.AlertmanagerConfig {
 			return l.Items
-		}); err != nil {
+		}, nil, 0); err != nil {
 		return nil, err
 	}
 

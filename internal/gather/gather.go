@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -46,34 +47,66 @@ type Result struct {
 }
 
 // Prometheus gathers the inputs of p. An invalid selector is a
-// *render.SpecError.
-func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus) (*Result, error) {
+// *render.SpecError. memo (nil: none) carries what the last gather of p learnt (see Memo);
+// with it, the inputs carry the Delta from the last gather's monitors when it can tell.
+func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus, memo *Memo) (_ *Result, err error) {
+	var seq uint64
+	if memo != nil {
+		memo.seq++
+		seq = memo.seq
+		// What the selections depend on besides the objects: the spec, which a new
+		// generation or another object changes.
+		if owner := string(p.UID) + "/" + strconv.FormatInt(p.Generation, 10); owner != memo.owner {
+			memo.reset()
+			memo.owner = owner
+		}
+		defer func() {
+			if err != nil {
+				memo.reset() // partly updated: start again
+			}
+		}()
+	} else {
+		memo = &Memo{} // used by nothing below
+	}
 	in := render.Inputs{Prometheus: p, Secrets: map[string]*corev1.Secret{}}
-	var err error
 	if in.ServiceMonitors, err = selectKind[monitoringv1.ServiceMonitor](ctx, c, p, selection.ServiceMonitors, &monitoringv1.ServiceMonitorList{},
-		func(l *monitoringv1.ServiceMonitorList) []monitoringv1.ServiceMonitor { return l.Items }); err != nil {
+		func(l *monitoringv1.ServiceMonitorList) []monitoringv1.ServiceMonitor { return l.Items }, &memo.serviceMonitor, seq); err != nil {
 		return nil, err
 	}
 	if in.PodMonitors, err = selectKind[monitoringv1.PodMonitor](ctx, c, p, selection.PodMonitors, &monitoringv1.PodMonitorList{},
-		func(l *monitoringv1.PodMonitorList) []monitoringv1.PodMonitor { return l.Items }); err != nil {
+		func(l *monitoringv1.PodMonitorList) []monitoringv1.PodMonitor { return l.Items }, &memo.podMonitor, seq); err != nil {
 		return nil, err
 	}
 	if in.Probes, err = selectKind[monitoringv1.Probe](ctx, c, p, selection.Probes, &monitoringv1.ProbeList{},
-		func(l *monitoringv1.ProbeList) []monitoringv1.Probe { return l.Items }); err != nil {
+		func(l *monitoringv1.ProbeList) []monitoringv1.Probe { return l.Items }, &memo.probe, seq); err != nil {
 		return nil, err
 	}
 	if in.ScrapeConfigs, err = selectKind[monitoringv1alpha1.ScrapeConfig](ctx, c, p, selection.ScrapeConfigs, &monitoringv1alpha1.ScrapeConfigList{},
-		func(l *monitoringv1alpha1.ScrapeConfigList) []monitoringv1alpha1.ScrapeConfig { return l.Items }); err != nil {
+		func(l *monitoringv1alpha1.ScrapeConfigList) []monitoringv1alpha1.ScrapeConfig { return l.Items }, &memo.scrapeConfig, seq); err != nil {
 		return nil, err
 	}
 	if in.Rules, err = selectKind[monitoringv1.PrometheusRule](ctx, c, p, selection.Rules, &monitoringv1.PrometheusRuleList{},
-		func(l *monitoringv1.PrometheusRuleList) []monitoringv1.PrometheusRule { return l.Items }); err != nil {
+		func(l *monitoringv1.PrometheusRuleList) []monitoringv1.PrometheusRule { return l.Items }, &memo.rule, seq); err != nil {
 		return nil, err
 	}
 	res := &Result{Inputs: in}
 
-	refs := scrape.Input{Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes, ScrapeConfigs: in.ScrapeConfigs}
-	secretKeys, configMapKeys := scrape.References(refs)
+	var secretKeys, configMapKeys []string
+	if seq != 0 && memo.monitorsKnown() {
+		// The monitors' references are counted as they come and go; the Prometheus's own
+		// are read from it.
+		res.Inputs.Delta = memo.delta()
+		memo.base = seq
+		secretKeys, configMapKeys = memo.referenced()
+		ps, pc := scrape.References(scrape.Input{Prometheus: p})
+		secretKeys, configMapKeys = append(secretKeys, ps...), append(configMapKeys, pc...)
+		slices.Sort(configMapKeys)
+		configMapKeys = slices.Compact(configMapKeys)
+	} else {
+		memo.base = 0
+		refs := scrape.Input{Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes, ScrapeConfigs: in.ScrapeConfigs}
+		secretKeys, configMapKeys = scrape.References(refs)
+	}
 	additional := additionalConfigs(p, &res.Inputs)
 	for _, a := range additional {
 		if a.sel != nil {
@@ -192,21 +225,28 @@ func selectKind[T any, PT interface {
 	*T
 	client.Object
 }, L client.ObjectList](ctx context.Context, c *Cluster, p *monitoringv1.Prometheus,
-	selector func(*monitoringv1.Prometheus) (*selection.Selector, error), list L, items func(L) []T) ([]PT, error) {
+	selector func(*monitoringv1.Prometheus) (*selection.Selector, error), list L, items func(L) []T, memo *kindMemo[PT], seq uint64) ([]PT, error) {
 	sel, err := selector(p)
 	if err != nil {
 		return nil, &render.SpecError{Reason: "InvalidSelector", Message: err.Error()}
 	}
-	return selectWith[T, PT](ctx, c, sel, p.Namespace, list, items)
+	return selectWith[T, PT](ctx, c, sel, p.Namespace, list, items, memo, seq)
 }
 
 // selectWith lists the objects of one kind (from the cache) and keeps those sel
-// selects; ownNamespace is the namespace of the selecting workload.
+// selects; ownNamespace is the namespace of the selecting workload. memo, when seq is
+// not 0, is the kind's memo, which this gather (seq) brings up to date.
 func selectWith[T any, PT interface {
 	*T
 	client.Object
-}, L client.ObjectList](ctx context.Context, c *Cluster, sel *selection.Selector, ownNamespace string, list L, items func(L) []T) ([]PT, error) {
+}, L client.ObjectList](ctx context.Context, c *Cluster, sel *selection.Selector, ownNamespace string, list L, items func(L) []T, memo *kindMemo[PT], seq uint64) ([]PT, error) {
+	if seq == 0 {
+		memo = nil
+	}
 	if sel.SelectsNothing() {
+		if memo != nil {
+			memo.update(seq, nil, true, nil) // whatever was selected is gone
+		}
 		return nil, nil
 	}
 	// Rendering never modifies its input (a render test checks it), so the
@@ -229,6 +269,9 @@ func selectWith[T any, PT interface {
 		return nil, err
 	}
 	if !shared {
+		if memo != nil {
+			memo.reset() // copies: new objects on every list
+		}
 		if err := c.Cache.List(ctx, list, opts...); err != nil {
 			return nil, fmt.Errorf("list %T: %w", list, err)
 		}
@@ -238,9 +281,17 @@ func selectWith[T any, PT interface {
 			all[i] = PT(&listed[i])
 		}
 	}
+	selects := func(o PT) bool {
+		return o.GetDeletionTimestamp().IsZero() && sel.Match(o.GetNamespace(), o.GetLabels(), nsLabels[o.GetNamespace()]).Selected
+	}
+	if shared && memo != nil {
+		// An object seen before is selected as it was, unless the selector reads namespace
+		// labels, which may have changed since.
+		return memo.update(seq, all, sel.OwnNamespaceOnly() || sel.AllNamespaces(), selects), nil
+	}
 	out := make([]PT, 0, len(all))
 	for _, o := range all {
-		if o.GetDeletionTimestamp().IsZero() && sel.Match(o.GetNamespace(), o.GetLabels(), nsLabels[o.GetNamespace()]).Selected {
+		if selects(o) {
 			out = append(out, o)
 		}
 	}

@@ -41,7 +41,7 @@ func alertingPrometheus(opts ...func(*monitoringv1.PrometheusSpec)) *monitoringv
 func gatherFrom(t *testing.T, p *monitoringv1.Prometheus, objs ...client.Object) (*Result, error) {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
-	return (&Cluster{Cache: c, Live: c}).Prometheus(context.Background(), p)
+	return (&Cluster{Cache: c, Live: c}).Prometheus(context.Background(), p, nil)
 }
 
 func secret(name string, data map[string]string) *corev1.Secret {

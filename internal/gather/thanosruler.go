@@ -30,7 +30,7 @@ func (c *Cluster) ThanosRuler(ctx context.Context, tr *monitoringv1.ThanosRuler)
 	}
 	res := &ThanosRulerResult{Inputs: render.ThanosRulerInputs{ThanosRuler: tr}}
 	if res.Inputs.Rules, err = selectWith[monitoringv1.PrometheusRule](ctx, c, sel, tr.Namespace, &monitoringv1.PrometheusRuleList{},
-		func(l *monitoringv1.PrometheusRuleList) []monitoringv1.PrometheusRule { return l.Items }); err != nil {
+		func(l *monitoringv1.PrometheusRuleList) []monitoringv1.PrometheusRule { return l.Items }, nil, 0); err != nil {
 		return nil, err
 	}
 	var keys []string

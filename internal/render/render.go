@@ -51,6 +51,9 @@ type Inputs struct {
 	// Cache, when given, carries work over from the previous render of the
 	// same Prometheus; the output is the same without it.
 	Cache *Cache
+	// Delta, when given, is how the monitors differ from those of an earlier render's
+	// inputs (see scrape.Delta); the output is the same without it.
+	Delta *scrape.Delta
 	// daemonSet: a PrometheusAgent in DaemonSet mode (set by PrometheusAgent).
 	daemonSet bool
 }
@@ -133,6 +136,7 @@ func Prometheus(in Inputs) (*Desired, error) {
 		NodeLocal:                     in.daemonSet,
 		Cache:                         scrapeCache,
 		MoreVerdicts:                  len(ruleRes.Verdicts),
+		Delta:                         in.Delta,
 	})
 	var additional *scrape.AdditionalConfigError
 	if errors.As(err, &additional) {

@@ -38,12 +38,19 @@ type Cache struct {
 	// The remote_write and remote_read sections last accepted under this generator, by content.
 	remote [sha256.Size]byte
 
+	// order is the last complete render's monitors in order, each with the entry it took,
+	// and input the number its Delta gave that render's input (see Delta); nil and 0 when
+	// that render was given none.
+	order []monitor
+	input uint64
+
 	// scratch is what a render works in and drops once done, kept for the next one.
 	scratch scratch
 
 	// Hits and Misses count the monitors of the last Generate call taken from the Cache and
-	// rendered; for tests and metrics.
+	// rendered; for tests and metrics. Patched says that it took its order from a Delta.
 	Hits, Misses int
+	Patched      bool
 }
 
 // NewCache returns an empty Cache.
@@ -104,9 +111,11 @@ type refVersion struct {
 
 // usable says whether an entry made for an object can serve it now.
 func (e *cacheEntry) usable(uid types.UID, generation int64, g *generator) bool {
-	if e.uid != uid || e.generation != generation {
-		return false
-	}
+	return e.uid == uid && e.generation == generation && e.refsCurrent(g)
+}
+
+// refsCurrent says whether every Secret and ConfigMap the entry read is as it was.
+func (e *cacheEntry) refsCurrent(g *generator) bool {
 	for _, r := range e.refs {
 		v, ok := g.refVersion(r.key)
 		if !ok || v != r.version {

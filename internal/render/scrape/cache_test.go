@@ -12,6 +12,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -24,6 +25,9 @@ type cachedWorld struct {
 	extra   []byte
 	// The additional alertmanager configs.
 	alertmanagers []byte
+	// delta is given to renders with a cache.
+	delta *Delta
+	next  int // numbers new objects
 }
 
 func (w *cachedWorld) input(c *Cache) Input {
@@ -31,6 +35,9 @@ func (w *cachedWorld) input(c *Cache) Input {
 	in.AdditionalScrapeConfigs = w.extra
 	in.AdditionalAlertManagerConfigs = w.alertmanagers
 	in.Cache = c
+	if c != nil {
+		in.Delta = w.delta
+	}
 	return in
 }
 
@@ -295,54 +302,120 @@ func TestAStartRemembersWhatEachMonitorRead(t *testing.T) {
 
 // TestCacheFollowsRandomChurn: renders with one cache through random churn (monitors added,
 // deleted, changed, recreated under their name, renamed with their UID, given twice, input
-// order shuffled) and
+// order shuffled, a Secret one reads rotated) and
 // renders that fail halfway, each compared with a render without the cache: the order the
 // cache remembers is only ever trusted when a whole render made it.
 func TestCacheFollowsRandomChurn(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	w := newCachedWorld(30)
 	c := NewCache()
-	next := 0
 	for step := range 150 {
-		switch op := r.IntN(8); {
-		case op == 0:
-			sm := newServiceMonitor(fmt.Sprintf("ns%d", r.IntN(9)), fmt.Sprintf("new%d", next))
-			sm.UID = types.UID(fmt.Sprintf("new-%d", next))
-			next++
-			w.sms = append(w.sms, sm)
-		case op == 1 && len(w.sms) > 1:
-			i := r.IntN(len(w.sms))
-			w.sms = append(w.sms[:i:i], w.sms[i+1:]...)
-		case op == 2:
-			sm := w.sms[r.IntN(len(w.sms))].DeepCopy()
-			sm.Spec.Endpoints[0].Interval = monitoringv1.Duration(fmt.Sprintf("%ds", 1+r.IntN(50)))
-			sm.Generation++
-			w.sms = append(slices.Clone(w.sms), sm)
-			w.sms = slices.DeleteFunc(w.sms, func(o *monitoringv1.ServiceMonitor) bool { return o.UID == sm.UID && o != sm })
-		case op == 3:
-			i := r.IntN(len(w.sms))
-			sm := w.sms[i].DeepCopy()
-			sm.UID = types.UID(fmt.Sprintf("recreated-%d", next))
-			next++
-			w.sms = append(slices.Clone(w.sms[:i]), append([]*monitoringv1.ServiceMonitor{sm}, w.sms[i+1:]...)...)
-		case op == 4:
-			w.sms = append(slices.Clone(w.sms), w.sms[r.IntN(len(w.sms))])
-		case op == 6:
-			// Renamed with its UID kept (files can do this; the apiserver cannot).
-			i := r.IntN(len(w.sms))
-			sm := w.sms[i].DeepCopy()
-			sm.Name = fmt.Sprintf("renamed%d", r.IntN(1000))
-			w.sms = append(slices.Clone(w.sms[:i]), append([]*monitoringv1.ServiceMonitor{sm}, w.sms[i+1:]...)...)
-		case op == 5:
-			// A render that fails after the monitors were sorted and the cache consulted.
-			sm := w.sms[r.IntN(len(w.sms))]
-			w.extra = []byte(fmt.Sprintf("- job_name: serviceMonitor/%s/%s/0\n  static_configs:\n  - targets: [a:1]\n", sm.Namespace, sm.Name))
-			if _, err := Generate(w.input(c)); err == nil {
-				t.Fatalf("step %d: an additional job named like a generated one was accepted", step)
-			}
-			w.extra = nil
-		}
-		r.Shuffle(len(w.sms), func(i, j int) { w.sms[i], w.sms[j] = w.sms[j], w.sms[i] })
+		w.churn(t, r, c, step)
 		w.step(t, c)
 	}
+}
+
+// churn makes one random change to w (see TestCacheFollowsRandomChurn); a render that is to
+// fail is made with c.
+func (w *cachedWorld) churn(t *testing.T, r *rand.Rand, c *Cache, step int) {
+	t.Helper()
+	switch op := r.IntN(8); {
+	case op == 0:
+		sm := newServiceMonitor(fmt.Sprintf("ns%d", r.IntN(9)), fmt.Sprintf("new%d", w.next))
+		sm.UID = types.UID(fmt.Sprintf("new-%d", w.next))
+		w.next++
+		w.sms = append(w.sms, sm)
+	case op == 1 && len(w.sms) > 1:
+		i := r.IntN(len(w.sms))
+		w.sms = append(w.sms[:i:i], w.sms[i+1:]...)
+	case op == 2:
+		sm := w.sms[r.IntN(len(w.sms))].DeepCopy()
+		sm.Spec.Endpoints[0].Interval = monitoringv1.Duration(fmt.Sprintf("%ds", 1+r.IntN(50)))
+		sm.Generation++
+		w.sms = append(slices.Clone(w.sms), sm)
+		w.sms = slices.DeleteFunc(w.sms, func(o *monitoringv1.ServiceMonitor) bool { return o.UID == sm.UID && o != sm })
+	case op == 3:
+		i := r.IntN(len(w.sms))
+		sm := w.sms[i].DeepCopy()
+		sm.UID = types.UID(fmt.Sprintf("recreated-%d", w.next))
+		w.next++
+		w.sms = append(slices.Clone(w.sms[:i]), append([]*monitoringv1.ServiceMonitor{sm}, w.sms[i+1:]...)...)
+	case op == 4:
+		w.sms = append(slices.Clone(w.sms), w.sms[r.IntN(len(w.sms))])
+	case op == 6:
+		// Renamed with its UID kept (files can do this; the apiserver cannot).
+		i := r.IntN(len(w.sms))
+		sm := w.sms[i].DeepCopy()
+		sm.Name = fmt.Sprintf("renamed%d", r.IntN(1000))
+		w.sms = append(slices.Clone(w.sms[:i]), append([]*monitoringv1.ServiceMonitor{sm}, w.sms[i+1:]...)...)
+	case op == 7:
+		// The Secret the first monitor reads is rotated.
+		w.next++
+		w.secrets[0] = newSecret("ns0", "creds", map[string]string{"user": "u", "pass": fmt.Sprintf("p%d", w.next)})
+		w.secrets[0].ResourceVersion = fmt.Sprint(1000 + w.next)
+	case op == 5:
+		// A render that fails after the monitors were sorted and the cache consulted.
+		sm := w.sms[r.IntN(len(w.sms))]
+		w.extra = []byte(fmt.Sprintf("- job_name: serviceMonitor/%s/%s/0\n  static_configs:\n  - targets: [a:1]\n", sm.Namespace, sm.Name))
+		if _, err := Generate(w.input(c)); err == nil {
+			t.Fatalf("step %d: an additional job named like a generated one was accepted", step)
+		}
+		w.extra = nil
+	}
+	r.Shuffle(len(w.sms), func(i, j int) { w.sms[i], w.sms[j] = w.sms[j], w.sms[i] })
+}
+
+// TestDeltasFollowRandomChurn: the churn of TestCacheFollowsRandomChurn, each render given
+// the Delta from the monitors of the input before it (failed renders included), now and then a Delta from an input the cache never
+// rendered or none: the same output as without the cache every time, and most renders
+// take their order from the Delta.
+func TestDeltasFollowRandomChurn(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	w := newCachedWorld(30)
+	c := NewCache()
+	var seq uint64
+	var last []*monitoringv1.ServiceMonitor
+	patched := 0
+	for step := range 200 {
+		w.churn(t, r, c, step)
+		seq++
+		d := &Delta{From: seq - 1, To: seq}
+		d.Gone, d.Came = pointerDelta(last, w.sms)
+		switch r.IntN(10) {
+		case 0:
+			d.From += 1000 // from an input this cache never rendered
+		case 1:
+			d = nil
+		}
+		w.delta = d
+		w.step(t, c)
+		if c.Patched {
+			patched++
+		}
+		last = slices.Clone(w.sms)
+	}
+	if patched < 100 {
+		t.Fatalf("%d of 200 renders took their order from the Delta; want most", patched)
+	}
+}
+
+// pointerDelta is the Delta from the monitors prev to now, by identity.
+func pointerDelta(prev, now []*monitoringv1.ServiceMonitor) (gone, came []metav1.Object) {
+	left := map[*monitoringv1.ServiceMonitor]int{}
+	for _, o := range prev {
+		left[o]++
+	}
+	for _, o := range now {
+		if left[o] > 0 {
+			left[o]--
+			continue
+		}
+		came = append(came, o)
+	}
+	for o, n := range left {
+		for range n {
+			gone = append(gone, o)
+		}
+	}
+	return gone, came
 }

@@ -456,7 +456,7 @@ func TestEmitGoldenJobs(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		for _, m := range g.monitors(in, nil) {
+		for _, m := range g.monitors(in, nil, nil) {
 			jobs, _, rej := g.jobs(m)
 			if rej != nil || len(jobs) == 0 {
 				continue
@@ -953,7 +953,7 @@ func typicalJobs(tb testing.TB) []*scrapeJob {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	jobs, _, rej := g.jobs(g.monitors(in, nil)[0])
+	jobs, _, rej := g.jobs(g.monitors(in, nil, nil)[0])
 	if rej != nil || len(jobs) != 2 {
 		tb.Fatalf("got %d jobs, rejection %v", len(jobs), rej)
 	}

@@ -73,6 +73,24 @@ type Input struct {
 	// MoreVerdicts is how many verdicts the caller appends to Result.Verdicts (the rules'):
 	// room for them is made up front, so that thousands are not copied to append a few.
 	MoreVerdicts int
+	// Delta, when given, says how the monitors differ from those of an earlier Input (see
+	// Delta). The output is the same without it.
+	Delta *Delta
+}
+
+// Delta is how the monitors of an Input differ from those of an earlier one, by object
+// identity: every monitor of the earlier Input that is not in Gone is in this one as the
+// same object (the same pointer, unchanged), and Came are the monitors of this one that
+// were not in the earlier. An informer's store replaces an object when it changes, so a
+// caller that keeps the objects it selected can tell this without reading them.
+//
+// From and To number the earlier Input and this one, as the caller counts them (0: none).
+// A render whose Cache's last complete render was given the Input numbered From takes
+// that render's order and puts the few changes into it, instead of placing thousands of
+// monitors again; any other render ignores the Delta.
+type Delta struct {
+	From, To   uint64
+	Gone, Came []metav1.Object
 }
 
 // Verdict says whether one input object made it into the config.
@@ -194,6 +212,9 @@ type monitor struct {
 	obj    metav1.Object
 	cached *cacheEntry // the cache's entry for its UID, when sortMonitors found one
 	rank   kindRank
+	// came: put in by patchOrder, where every other monitor is the same object as in the
+	// last complete render, with the entry it took there as cached.
+	came bool
 }
 
 // kindRank is a monitor kind's place in the config: ServiceMonitors' jobs first, then
@@ -245,9 +266,18 @@ func (g *generator) jobs(m monitor) ([]*scrapeJob, discovery, *rejection) {
 // Probes, then ScrapeConfigs, each kind sorted by namespace/name (see sortMonitors). The list
 // is the cache's scratch: valid until the next render with the same cache (a nil cache is an
 // empty one).
-func (g *generator) monitors(in Input, cache *Cache) []monitor {
+//
+// order, when not nil, is the last complete render's order, which in.Delta leads from: the
+// list is then that order with the Delta's changes put in (see patchOrder).
+func (g *generator) monitors(in Input, cache *Cache, order []monitor) []monitor {
 	if cache == nil {
 		cache = &Cache{}
+	}
+	if order != nil && in.Delta != nil && 4*(len(in.Delta.Gone)+len(in.Delta.Came)) <= max(len(order), 64) {
+		if out, ok := patchOrder(order, in.Delta, &cache.scratch); ok {
+			cache.Patched = true
+			return out
+		}
 	}
 	all := appendMonitors(cache.scratch.in[:0], in.ServiceMonitors, serviceMonitorRank)
 	all = appendMonitors(all, in.PodMonitors, podMonitorRank)
@@ -276,11 +306,20 @@ func generate(in Input) (*Result, error) {
 	if cache.entries == nil {
 		cache.entries = map[types.UID]*cacheEntry{}
 	}
+	// The last complete render's order, which a Delta from its input leads from. Only a
+	// render that completes leaves one, and only under the same generator: its entries
+	// are the ones the order carries.
+	order, lastOrder := cache.order, cache.order
+	if in.Delta == nil || in.Delta.From == 0 || in.Delta.From != cache.input {
+		order = nil
+	}
+	cache.order, cache.input = nil, 0
 	if key, ok := generatorKey(g); !ok || key != cache.generator {
 		cache.generator, cache.additional, cache.alerting, cache.remote = key, [32]byte{}, [32]byte{}, [32]byte{}
 		clear(cache.entries)
+		order = nil
 	}
-	cache.Hits, cache.Misses = 0, 0
+	cache.Hits, cache.Misses, cache.Patched = 0, 0, false
 	cache.epoch++
 	tail, alertingNamespaces, alertErr := g.alerting(in, cache)
 	if alertErr != nil {
@@ -292,7 +331,7 @@ func generate(in Input) (*Result, error) {
 	}
 	tail = append(tail, remote...)
 
-	monitors := g.monitors(in, cache)
+	monitors := g.monitors(in, cache, order)
 	cache.monitors = len(monitors)
 	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)+in.MoreVerdicts), Groups: slices.Grow(cache.scratch.groups[:0], len(monitors)+1), Head: g.globalYAML, Tail: tail}
 	defer func() { cache.scratch.groups = res.Groups[:0] }()
@@ -305,6 +344,19 @@ func generate(in Input) (*Result, error) {
 	used := 0
 
 	for i, m := range monitors {
+		if e := m.cached; cache.Patched && e != nil && !m.came && (i == 0 || !monitors[i-1].came) && e.refsCurrent(g) {
+			// The same object as in the last render, which took e for it, after the same
+			// monitor as there or one that went: not a duplicate (the one before it in that
+			// order had another name, and anything between went or is of the name too, which
+			// would have made this one a duplicate there), and e serves it if what it read
+			// is as it was. Its verdict is e's, without reading the object.
+			res.Verdicts = append(res.Verdicts, Verdict{Kind: e.kind, Namespace: e.ns, Name: e.name, Generation: e.generation, UID: e.uid})
+			cache.Hits++
+			e.epoch, e.at = cache.epoch, i
+			used++
+			chosen = append(chosen, e)
+			continue
+		}
 		ns, name := m.obj.GetNamespace(), m.obj.GetName()
 		res.Verdicts = append(res.Verdicts, Verdict{Kind: m.kind(), Namespace: ns, Name: name, Generation: m.obj.GetGeneration(), UID: m.obj.GetUID()})
 		// Each kind is sorted by namespace/name: the same object given twice comes twice in a row.
@@ -418,6 +470,18 @@ func generate(in Input) (*Result, error) {
 		res.Size += len(emptyScrapeConfigs) - len(scrapeConfigsKey)
 	}
 	cache.ordered = cache.epoch // every entry left is at its place in this render's order
+	if in.Delta != nil && in.Delta.To != 0 {
+		// This order, each monitor with the entry it took, is where the next Delta leads
+		// from. The scratch takes the last order's array.
+		for i := range monitors {
+			monitors[i].cached, monitors[i].came = nil, false
+			if e := chosen[i]; e != nil && e.cacheable {
+				monitors[i].cached = e
+			}
+		}
+		clear(lastOrder)
+		cache.order, cache.input, cache.scratch.out = monitors, in.Delta.To, lastOrder[:0]
+	}
 	return res, nil
 }
 
@@ -727,15 +791,78 @@ func sortMonitors(in []monitor, c *Cache) []monitor {
 		}
 	}
 	slices.SortFunc(others, compareMonitors)
-	out := s.out[:0]
+	out := mergeMonitors(s.out[:0], known, others)
+	s.last, s.others, s.out = last, others, out
+	return out
+}
+
+// mergeMonitors appends to out the monitors of known and others, both in order, in order:
+// each of others goes where a binary search in what is left of known puts it.
+func mergeMonitors(out, known, others []monitor) []monitor {
 	for _, m := range others {
 		at, _ := slices.BinarySearchFunc(known, m, compareMonitors)
 		out = append(append(out, known[:at]...), m)
 		known = known[at:]
 	}
-	out = append(out, known...)
-	s.last, s.others, s.out = last, others, out
-	return out
+	return append(out, known...)
+}
+
+// patchOrder is order (the last complete render's monitors, in order) with d's changes: the
+// monitors gone taken out, found by a binary search each and checked to be the same object,
+// and those that came put in by another. Nothing else is read: a change among thousands of
+// monitors touches the few that changed. It reports false when a monitor gone is not in
+// order, or one that came is of no monitor kind, and the caller sorts as usual. The lists
+// are the scratch's.
+func patchOrder(order []monitor, d *Delta, s *scratch) ([]monitor, bool) {
+	gone, ok := deltaMonitors(s.last[:0], d.Gone)
+	s.last = gone
+	if !ok {
+		return nil, false
+	}
+	came, ok := deltaMonitors(s.others[:0], d.Came)
+	s.others = came
+	if !ok {
+		return nil, false
+	}
+	slices.SortFunc(gone, compareMonitors)
+	slices.SortFunc(came, compareMonitors)
+	kept := s.in[:0]
+	from := 0
+	for _, m := range gone {
+		at, found := slices.BinarySearchFunc(order[from:], m, compareMonitors)
+		at += from
+		if !found || order[at].obj != m.obj {
+			s.in = kept
+			return nil, false
+		}
+		kept = append(kept, order[from:at]...)
+		from = at + 1
+	}
+	kept = append(kept, order[from:]...)
+	s.in = kept
+	s.out = mergeMonitors(s.out[:0], kept, came)
+	return s.out, true
+}
+
+// deltaMonitors appends objs to out as monitors; false when one is of no monitor kind.
+func deltaMonitors(out []monitor, objs []metav1.Object) ([]monitor, bool) {
+	for _, o := range objs {
+		var rank kindRank
+		switch o.(type) {
+		case *monitoringv1.ServiceMonitor:
+			rank = serviceMonitorRank
+		case *monitoringv1.PodMonitor:
+			rank = podMonitorRank
+		case *monitoringv1.Probe:
+			rank = probeRank
+		case *monitoringv1alpha1.ScrapeConfig:
+			rank = scrapeConfigRank
+		default:
+			return out, false
+		}
+		out = append(out, monitor{obj: o, rank: rank, came: true})
+	}
+	return out, true
 }
 
 // compareMonitors orders by kind, namespace/name, then UID and resourceVersion: ties are
