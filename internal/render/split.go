@@ -44,7 +44,11 @@ func split(res *scrape.Result, c *pieceCache) (main []byte, pieces [][]byte, err
 	}
 	slots := c.slots(len(res.Groups))
 	for _, g := range res.Groups {
-		i := pieceOf(g.Key)
+		h := g.KeyHash
+		if h == 0 {
+			h = scrape.HashKey(g.Key)
+		}
+		i := int(h % prometheus.ConfigPieceSlots)
 		slots[i] = append(slots[i], g)
 	}
 	pieces = c.pieces(slots)
@@ -63,17 +67,9 @@ func split(res *scrape.Result, c *pieceCache) (main []byte, pieces [][]byte, err
 	return main, pieces, nil
 }
 
-// pieceOf is the piece a group goes to: the 32-bit FNV-1a hash of its key,
-// modulo the number of slots (computed here rather than through hash/fnv,
-// which would allocate for each of thousands of groups on every render).
-func pieceOf(key string) int {
-	const offset, prime = 2166136261, 16777619
-	h := uint32(offset)
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * prime
-	}
-	return int(h % prometheus.ConfigPieceSlots)
-}
+// pieceOf is the piece a group with the key goes to: the 32-bit FNV-1a hash of
+// the key (scrape.HashKey), modulo the number of slots.
+func pieceOf(key string) int { return int(scrape.HashKey(key) % prometheus.ConfigPieceSlots) }
 
 // pack fills pieces with groups in order, each piece up to about half of what
 // a Secret holds once gzipped, halving any that still does not fit.

@@ -90,6 +90,7 @@ type cacheEntry struct {
 	cacheable  bool // false when something it depends on has no version to compare
 	// Which monitor it is, and its "<kind>/<namespace>/<name>"; the render that used it last.
 	kind, ns, name, key string
+	keyHash             uint32 // HashKey(key)
 	epoch               uint64
 	at                  int // the monitor's position in the order of the render that used it last
 	// What the monitor rendered to: either a rejection, or its jobs (fragment, names) and

@@ -74,6 +74,11 @@ func (w *cachedWorld) step(t *testing.T, c *Cache) (hits, misses int) {
 		got.AllNamespaces != want.AllNamespaces || !reflect.DeepEqual(got.Groups, want.Groups) {
 		t.Fatalf("result with cache differs from result without:\n%+v\n%+v", got.Verdicts, want.Verdicts)
 	}
+	for _, g := range got.Groups {
+		if g.KeyHash != 0 && g.KeyHash != HashKey(g.Key) {
+			t.Fatalf("group %s carries the key hash %d, want %d", g.Key, g.KeyHash, HashKey(g.Key))
+		}
+	}
 	mustLoad(t, got.Config())
 	return c.Hits, c.Misses
 }

@@ -23,6 +23,20 @@ type Group struct {
 	Packed []byte
 	Size   int    // len of the YAML, packed or not
 	CRC    uint32 // CRC-32 (IEEE) of the YAML when Packed is set
+	// KeyHash is HashKey(Key), made once with a monitor's cache entry so that a render of
+	// thousands of groups does not hash every key again; 0: not made.
+	KeyHash uint32
+}
+
+// HashKey is the 32-bit FNV-1a hash of a group's key (computed here rather than through
+// hash/fnv, which would allocate for each of thousands of groups).
+func HashKey(key string) uint32 {
+	const offset, prime = 2166136261, 16777619
+	h := uint32(offset)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * prime
+	}
+	return h
 }
 
 // Bytes is the group's YAML.

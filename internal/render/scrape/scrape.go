@@ -434,7 +434,7 @@ func generate(in Input) (*Result, error) {
 		v.Accepted = true
 		size += e.size
 		if e.size > 0 {
-			res.Groups = append(res.Groups, Group{Key: e.key, Packed: e.packed, Size: e.size, CRC: e.crc})
+			res.Groups = append(res.Groups, Group{Key: e.key, Packed: e.packed, Size: e.size, CRC: e.crc, KeyHash: e.keyHash})
 		}
 		if e.discovery.all {
 			res.AllNamespaces = true
@@ -545,6 +545,7 @@ func (g *generator) buildShare(misses []miss) error {
 			return err
 		}
 		e.kind, e.ns, e.name, e.key = m.kind(), ns, name, m.kind()+"/"+ns+"/"+name
+		e.keyHash = HashKey(e.key)
 		ms.entry = e
 		if c != nil {
 			pending = append(pending, c)
