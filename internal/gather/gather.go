@@ -104,6 +104,7 @@ func (c *Cluster) Prometheus(ctx context.Context, p *monitoringv1.Prometheus, me
 		configMapKeys = slices.Compact(configMapKeys)
 	} else {
 		memo.base = 0
+		memo.forgetChanges()
 		refs := scrape.Input{Prometheus: p, ServiceMonitors: in.ServiceMonitors, PodMonitors: in.PodMonitors, Probes: in.Probes, ScrapeConfigs: in.ScrapeConfigs}
 		secretKeys, configMapKeys = scrape.References(refs)
 	}

@@ -81,7 +81,8 @@ func (k *kindMemo[PT]) reset() {
 	clear(k.known)
 	clear(k.refs)
 	clear(k.refsOf)
-	k.gone, k.came, k.used = k.gone[:0], k.came[:0], false
+	k.forgetChanges()
+	k.used = false
 }
 
 // update records one gather's walk of the objects of the kind (objs), in which the
@@ -93,7 +94,7 @@ func (k *kindMemo[PT]) update(seq uint64, objs []PT, keep bool, selects func(PT)
 	if k.known == nil {
 		k.known = make(map[PT]known, len(objs))
 	}
-	k.gone, k.came = k.gone[:0], k.came[:0]
+	k.forgetChanges()
 	out := make([]PT, 0, len(objs))
 	distinct := 0
 	for _, o := range objs {
@@ -217,7 +218,25 @@ func (m *Memo) delta() *scrape.Delta {
 	add(objects(m.podMonitor.gone), objects(m.podMonitor.came))
 	add(objects(m.probe.gone), objects(m.probe.came))
 	add(objects(m.scrapeConfig.gone), objects(m.scrapeConfig.came))
+	m.forgetChanges()
 	return d
+}
+
+// forgetChanges empties the lists of what the last gather changed, keeping their arrays:
+// the objects gone are often an informer's replaced versions, which the memo must not keep
+// alive until the next gather (after a start, every monitor's).
+func (m *Memo) forgetChanges() {
+	m.serviceMonitor.forgetChanges()
+	m.podMonitor.forgetChanges()
+	m.probe.forgetChanges()
+	m.scrapeConfig.forgetChanges()
+	m.rule.forgetChanges()
+}
+
+func (k *kindMemo[PT]) forgetChanges() {
+	clear(k.gone)
+	clear(k.came)
+	k.gone, k.came = k.gone[:0], k.came[:0]
 }
 
 func objects[PT metav1.Object](objs []PT) []metav1.Object {

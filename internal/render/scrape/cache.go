@@ -10,7 +10,10 @@ import (
 // Cache remembers, between renders of one Prometheus, what each monitor rendered to: its jobs
 // as YAML, whether Prometheus's loader accepted them, and what it discovers. A render that is
 // given the Cache of the previous one builds and loads only the monitors that changed, so a
-// change among thousands of monitors costs about as much as a config with one monitor.
+// change among thousands of monitors costs about as much as a config with one monitor. Given a
+// Delta from the input of its last complete render as well, a render also takes that render's
+// order and, for every monitor that is the same object as there, its entry and verdict, without
+// reading the object.
 //
 // The output never depends on the Cache: the same Input gives the same bytes with a fresh Cache,
 // a warm one, or none. An entry is used only when all of these are as they were when it was made:
