@@ -262,6 +262,11 @@ func (g *generator) jobs(m monitor) ([]*scrapeJob, discovery, *rejection) {
 	panic(fmt.Sprintf("no jobs for a %T", m.obj)) // monitors makes only the kinds above
 }
 
+// A Delta is put into the last order when it changes at most 1/patchMaxShare of its
+// monitors, or patchMin: each change costs two binary searches, and a relist, which
+// replaces every object, is placed faster as a new order.
+const patchMaxShare, patchMin = 4, 16
+
 // monitors lists the input in the existing operator's order: ServiceMonitors, PodMonitors,
 // Probes, then ScrapeConfigs, each kind sorted by namespace/name (see sortMonitors). The list
 // is the cache's scratch: valid until the next render with the same cache (a nil cache is an
@@ -273,7 +278,7 @@ func (g *generator) monitors(in Input, cache *Cache, order []monitor) []monitor 
 	if cache == nil {
 		cache = &Cache{}
 	}
-	if order != nil && in.Delta != nil && 4*(len(in.Delta.Gone)+len(in.Delta.Came)) <= max(len(order), 64) {
+	if order != nil && in.Delta != nil && len(in.Delta.Gone)+len(in.Delta.Came) <= max(len(order)/patchMaxShare, patchMin) {
 		if out, ok := patchOrder(order, in.Delta, &cache.scratch); ok {
 			cache.Patched = true
 			return out
