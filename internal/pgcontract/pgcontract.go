@@ -1,0 +1,210 @@
+// Package pgcontract is the agreement between the PostgresCluster controller,
+// which renders the pods of a cluster, and the instance manager (`lookout
+// instance`) that runs as the entrypoint of each of them: the names, labels,
+// paths, ports and the two JSON documents that cross between them. Neither
+// side reads anything of the other that is not written down here.
+package pgcontract
+
+import (
+	"fmt"
+	"time"
+)
+
+// Labels and annotations keep Crunchy PGO's names: network policies,
+// dashboards and Services select on them.
+const (
+	LabelPrefix      = "postgres-operator.crunchydata.com/"
+	LabelCluster     = LabelPrefix + "cluster"
+	LabelInstanceSet = LabelPrefix + "instance-set"
+	LabelInstance    = LabelPrefix + "instance"
+	// LabelRole is set by the instance manager on its own pod; the
+	// `<cluster>-primary` and `<cluster>-replicas` Services select on it.
+	LabelRole   = LabelPrefix + "role"
+	RolePrimary = "master"
+	RoleReplica = "replica"
+
+	// AnnotationTriggerSwitchover on the PostgresCluster starts the
+	// switchover that spec.patroni.switchover describes; each new value is
+	// a new request.
+	AnnotationTriggerSwitchover = LabelPrefix + "trigger-switchover"
+)
+
+// The environment of the instance container (downward API).
+const (
+	EnvPodName      = "POD_NAME"
+	EnvPodNamespace = "POD_NAMESPACE"
+	EnvPodIP        = "POD_IP"
+)
+
+// Paths inside an instance pod.
+const (
+	// DataMount holds PGDATA (see PGDATA) on the instance's data volume.
+	DataMount = "/pgdata"
+	// WALMount, when the instance set has a walVolumeClaimSpec, holds
+	// pg_wal (PGDATA/pg_wal is a symlink to WALMount/pg<major>_wal).
+	WALMount = "/pgwal"
+	// TLSDir holds the server certificate of the instance and the cluster
+	// CA: tls.crt, tls.key, ca.crt. Replication connections verify it.
+	TLSDir = "/etc/lookout-pg/tls"
+	// SecretsDir holds replication-password: the password of
+	// ReplicationUser, the same on every instance.
+	SecretsDir              = "/etc/lookout-pg/secrets"
+	ReplicationPasswordFile = "replication-password"
+)
+
+// PGDATA is the data directory of a major version under DataMount, as PGO
+// lays it out (/pgdata/pg15).
+func PGDATA(major int) string { return fmt.Sprintf("%s/pg%d", DataMount, major) }
+
+// ReplicationUser streams WAL and runs pg_rewind; PGO's name.
+const ReplicationUser = "_crunchyrepl"
+
+// The instance manager's HTTP server (probes, metrics, status).
+const (
+	ManagerPort     = 8008
+	ManagerPortName = "manager"
+	PathLive        = "/healthz"
+	PathReady       = "/readyz"
+	PathMetrics     = "/metrics"
+	PathStatus      = "/status"
+	// PostgresPortName names the PostgreSQL port on the container and the
+	// Services.
+	PostgresPortName = "postgres"
+)
+
+// LeaseName is the coordination.k8s.io Lease whose holder is the primary.
+func LeaseName(cluster string) string { return cluster + "-leader" }
+
+// ConfigSecretName is the Secret the controller writes and every instance
+// manager of the cluster watches through the API (get/watch on that one
+// name): ConfigKey holds a Config as JSON. Changes take effect without a
+// restart where PostgreSQL allows it.
+func ConfigSecretName(cluster string) string { return cluster + "-instance-config" }
+
+const ConfigKey = "config.json"
+
+// Config is what the controller tells every instance manager of a cluster.
+type Config struct {
+	// Generation is the PostgresCluster's metadata.generation it was
+	// rendered from; instances report the one they applied.
+	Generation int64 `json:"generation"`
+	// PostgresVersion is the major version (15).
+	PostgresVersion int `json:"postgresVersion"`
+	Port            int `json:"port"`
+	// Parameters are postgresql.conf settings, already validated by the
+	// controller; the instance manager owns the rest of the file
+	// (listen_addresses, port, replication, ssl).
+	Parameters map[string]string `json:"parameters,omitempty"`
+
+	// SynchronousMode, SynchronousModeStrict and SynchronousNodeCount are
+	// Patroni's synchronous_mode settings; MaximumLagOnFailover (bytes)
+	// keeps a replica further behind than that from being promoted.
+	SynchronousMode       bool  `json:"synchronousMode,omitempty"`
+	SynchronousModeStrict bool  `json:"synchronousModeStrict,omitempty"`
+	SynchronousNodeCount  int   `json:"synchronousNodeCount,omitempty"`
+	MaximumLagOnFailover  int64 `json:"maximumLagOnFailover,omitempty"`
+
+	// LeaseDuration is how long a primary's lease lasts without renewal
+	// (spec.patroni.leaderLeaseDurationSeconds).
+	LeaseDuration Duration `json:"leaseDuration"`
+
+	// Users the primary creates or updates; Verifier is a SCRAM-SHA-256
+	// verifier, never a password.
+	Users []User `json:"users,omitempty"`
+
+	// Switchover, when set, asks the primary to hand over to Target (any
+	// healthy replica when empty). Trigger is the annotation's value: a new
+	// value is a new request; the instance reports the last it carried out.
+	Switchover *Switchover `json:"switchover,omitempty"`
+
+	// Shutdown stops PostgreSQL on every instance (spec.shutdown); Paused
+	// stops the instance managers from changing roles (spec.paused).
+	Shutdown bool `json:"shutdown,omitempty"`
+	Paused   bool `json:"paused,omitempty"`
+}
+
+type User struct {
+	Name      string   `json:"name"`
+	Databases []string `json:"databases,omitempty"`
+	// Options is appended to CREATE/ALTER ROLE (spec.users[].options,
+	// validated by the controller).
+	Options  string `json:"options,omitempty"`
+	Verifier string `json:"verifier"`
+}
+
+type Switchover struct {
+	Trigger string `json:"trigger"`
+	// Target is an instance (pod) name, or empty.
+	Target string `json:"target,omitempty"`
+	// Type is "Switchover" (the primary must be healthy) or "Failover"
+	// (promote Target even when the primary is not).
+	Type string `json:"type"`
+}
+
+// Duration is a time.Duration that is a string ("5s") in JSON.
+type Duration struct{ time.Duration }
+
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return fmt.Errorf("duration must be a string, got %s", b)
+	}
+	v, err := time.ParseDuration(string(b[1 : len(b)-1]))
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// Status is what an instance manager serves at PathStatus; the controller
+// polls it to fill the PostgresCluster's status.
+type Status struct {
+	Instance string `json:"instance"`
+	// Role is RolePrimary, RoleReplica, or "" while neither (starting,
+	// fenced, stopped).
+	Role string `json:"role"`
+	// Ready is what PathReady answers.
+	Ready bool `json:"ready"`
+	// Fenced: PostgreSQL is kept down (or read-only) because this instance
+	// may not act as primary and has not rejoined yet.
+	Fenced bool `json:"fenced,omitempty"`
+	// State is one word for explain: Initializing, Cloning, Running,
+	// Rewinding, Promoting, Demoting, Stopped, Failed.
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+
+	PostgresVersion  string `json:"postgresVersion,omitempty"`
+	SystemIdentifier string `json:"systemIdentifier,omitempty"`
+	Timeline         int    `json:"timeline,omitempty"`
+	// WAL positions as LSN strings ("0/3000060"): the primary's current
+	// write position, a replica's received and replayed ones.
+	CurrentLSN  string `json:"currentLSN,omitempty"`
+	ReceivedLSN string `json:"receivedLSN,omitempty"`
+	ReplayedLSN string `json:"replayedLSN,omitempty"`
+	// Replicas, on the primary: each standby it streams to.
+	Replicas []ReplicaStatus `json:"replicas,omitempty"`
+	// SynchronousStandbys in force on the primary (synchronous_standby_names).
+	SynchronousStandbys []string `json:"synchronousStandbys,omitempty"`
+	// FailoverBlocked, on a replica that would take over: why it does not.
+	FailoverBlocked string `json:"failoverBlocked,omitempty"`
+	// AppliedGeneration is the Config.Generation this instance runs with;
+	// PendingRestart lists parameters that need a restart to apply.
+	AppliedGeneration int64    `json:"appliedGeneration,omitempty"`
+	PendingRestart    []string `json:"pendingRestart,omitempty"`
+	// LastSwitchoverTrigger is the last Switchover.Trigger carried out.
+	LastSwitchoverTrigger string `json:"lastSwitchoverTrigger,omitempty"`
+	// LastPromotion is when this instance last became primary, and how long
+	// the promotion took from the moment the old primary was lost.
+	LastPromotion         *time.Time `json:"lastPromotion,omitempty"`
+	LastPromotionDuration Duration   `json:"lastPromotionDuration,omitempty"`
+}
+
+type ReplicaStatus struct {
+	Instance   string  `json:"instance"`
+	State      string  `json:"state"`     // pg_stat_replication.state
+	SyncState  string  `json:"syncState"` // async, sync, quorum, potential
+	LagBytes   int64   `json:"lagBytes"`
+	LagSeconds float64 `json:"lagSeconds"`
+}
