@@ -57,7 +57,7 @@ verify: manifests vet ## Regenerate everything and fail when the tree changed
 
 demo: ## Start a local control plane with Lookout and an example, and explain how to explore it (builds only the binaries it runs)
 	$(GO) run ./hack/tools $(DEMO_TOOLS) >/dev/null
-	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)'
+	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)' $(DEMO_FLAGS)   # DEMO_FLAGS=-exit: stop after the results (to time a run)
 
 demo-node: tools ## The operator as a Deployment from its image (kustomize base) and its Prometheus, on a real kubelet (containerd, runc, CNI bridge); see docs/real-node.md
 	$(GO) run ./hack/demo-node
