@@ -144,6 +144,15 @@ func TestTheThanosSidecarTalksHTTPSToAPrometheusThatServesIt(t *testing.T) {
 		t.Errorf("--prometheus.http-client %q: %v, insecure_skip_verify %v; want a valid config that skips verification on loopback", raw, err, cfg.TLSConfig.InsecureSkipVerify)
 	}
 
+	// Thanos exits when given the client configuration both inline and as a file.
+	both := newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+		withWebTLS(s)
+		s.Thanos = &monitoringv1.ThanosSpec{AdditionalArgs: []monitoringv1.Argument{{Name: "prometheus.http-client-file", Value: "/etc/client.yaml"}}}
+	}))
+	if err := Validate(both); err == nil || !strings.Contains(err.Error(), "spec.thanos.additionalArgs[0].name") {
+		t.Errorf("Validate of --prometheus.http-client-file in additionalArgs = %v, want an error naming it", err)
+	}
+
 	// Thanos before v0.24 has no flag for it, and could not reach Prometheus.
 	old := newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
 		withWebTLS(s)

@@ -187,6 +187,17 @@ func underField(err *workload.SpecError, field string) *workload.SpecError {
 }
 
 // CheckAdditionalArgs refuses malformed additionalArgs under field and flags Lookout sets.
+// Thanos takes a file-valued setting inline (--X) or as a path (--X-file) and exits when
+// given both, so either form Lookout sets rules out the other too.
 func CheckAdditionalArgs(field string, generated []string, additional []monitoringv1.Argument) *workload.SpecError {
-	return underField(workload.CheckAdditionalArgs(generated, additional, "query.timeout", "Thanos"), field)
+	all := slices.Clone(generated)
+	for _, a := range generated {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if base, ok := strings.CutSuffix(name, "-file"); ok {
+			all = append(all, "--"+base)
+		} else {
+			all = append(all, "--"+name+"-file")
+		}
+	}
+	return underField(workload.CheckAdditionalArgs(all, additional, "query.timeout", "Thanos"), field)
 }

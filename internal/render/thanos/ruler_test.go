@@ -201,6 +201,10 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"refuses a flag Lookout sets", func(tr *monitoringv1.ThanosRuler) {
 			tr.Spec.AdditionalArgs = []monitoringv1.Argument{{Name: "eval-interval", Value: "1m"}}
 		}, "spec.additionalArgs[0].name"},
+		{"refuses the file form of a flag Lookout sets inline", func(tr *monitoringv1.ThanosRuler) {
+			tr.Spec.ObjectStorageConfig = secretKey("objstore", "bucket.yaml")
+			tr.Spec.AdditionalArgs = []monitoringv1.Argument{{Name: "objstore.config-file", Value: "/etc/bucket.yaml"}}
+		}, "spec.additionalArgs[0].name"},
 		{"refuses an unknown log level", func(tr *monitoringv1.ThanosRuler) { tr.Spec.LogLevel = "loud" }, "spec.logLevel"},
 		{"refuses an invalid image", func(tr *monitoringv1.ThanosRuler) { tr.Spec.Image = "Not An Image" }, "spec.image"},
 		{"refuses a TLS certificate without its key", func(tr *monitoringv1.ThanosRuler) {
