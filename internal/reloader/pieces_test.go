@@ -404,7 +404,7 @@ func TestReloadLoopStillReloadsWhileChangesKeepComing(t *testing.T) {
 	var lines logLines
 	strategy := &countingStrategy{}
 	const debounce = 10 * time.Millisecond
-	l := newReloadLoop(strategy, Backoff{Initial: time.Millisecond, Max: time.Millisecond}, debounce, newMetrics(nil), testLogger(t, &lines))
+	l := newReloadLoop(strategy, Backoff{Initial: time.Millisecond, Max: time.Millisecond}, debounce, newMetrics(nil, 0), testLogger(t, &lines))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -95,7 +95,7 @@ func NewSidecar(o Options) (*Sidecar, error) {
 		})
 		names = append(names, spec.name)
 	}
-	s.metrics = newMetrics(names)
+	s.metrics = newMetrics(names, len(names)+len(o.WatchedDirs))
 	strategy := o.Strategy
 	if strategy == nil {
 		switch o.ReloadStrategy {
@@ -296,6 +296,7 @@ func (s *Sidecar) wake(now time.Time) {
 }
 
 func (s *Sidecar) handle(ev event, now time.Time) {
+	s.metrics.watchEvent(ev.kind == evAPILost)
 	if ev.kind == evDirsChanged {
 		s.log.Info("Watched directory changed", "dir", ev.dir)
 		s.reloads.request()
@@ -343,6 +344,7 @@ func (s *Sidecar) apply(d *document, in input) {
 	}
 	out := expandEnv(in.config, s.opts.LookupEnv)
 	written, err := writeIfChanged(d.output, out)
+	s.metrics.configApplied(err != nil)
 	if err != nil {
 		d.log.Error("Cannot write the configuration, retrying", "path", d.output, "source", string(in.source), "err", err)
 		s.retryLater(d, in)
@@ -361,6 +363,7 @@ func (s *Sidecar) apply(d *document, in input) {
 // remove deletes the output of an absent piece, so that Prometheus stops loading it.
 func (s *Sidecar) remove(d *document, in input) {
 	removed, err := removeIfExists(d.output)
+	s.metrics.configApplied(err != nil)
 	if err != nil {
 		d.log.Error("Cannot remove the output of an absent piece, retrying", "path", d.output, "source", string(in.source), "err", err)
 		s.retryLater(d, in)

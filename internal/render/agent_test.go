@@ -6,8 +6,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
@@ -172,8 +174,14 @@ func TestAnAgentRefusesWhatItDoesNotHonourByName(t *testing.T) {
 		{"refuses replicas in DaemonSet mode", newAgent(monitoringv1alpha1.DaemonSetPrometheusAgentMode, func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Replicas = ptr.To[int32](2) }), "spec.replicas"},
 		{"refuses ServiceMonitors in DaemonSet mode", newAgent(monitoringv1alpha1.DaemonSetPrometheusAgentMode, func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.ServiceMonitorSelector = &metav1.LabelSelector{} }), "spec.serviceMonitorSelector"},
 		{"refuses an unknown mode", newAgent("Deployment"), "spec.mode"},
-		{"refuses a Prometheus v2", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Version = "v2.55.0" }), "spec.version"},
-		{"refuses TSDB settings", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} }), "spec.tsdb"},
+		{"refuses a Prometheus before agent mode", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Version = "v2.31.1" }), "spec.version"},
+		{"refuses out-of-order samples before the agent took them", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) {
+			s.Version = "v2.53.2"
+			s.TSDB = &monitoringv1.TSDBSpec{OutOfOrderTimeWindow: ptr.To[monitoringv1.Duration]("10m")}
+		}), "spec.tsdb.outOfOrderTimeWindow"},
+		{"refuses a sharding strategy in DaemonSet mode", newAgent(monitoringv1alpha1.DaemonSetPrometheusAgentMode, func(s *monitoringv1alpha1.PrometheusAgentSpec) {
+			s.ShardingStrategy = &monitoringv1.ShardingStrategy{}
+		}), "spec.shardingStrategy"},
 		{"refuses what the checks shared with Prometheus refuse", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.PortName = "http" }), "spec.portName"},
 	}
 	for _, tc := range cases {
@@ -184,5 +192,59 @@ func TestAnAgentRefusesWhatItDoesNotHonourByName(t *testing.T) {
 				t.Fatalf("err = %v, want a SpecError naming %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// agentWorkload is the agent's StatefulSet or DaemonSet: its labels and pod template.
+func agentWorkload(t *testing.T, d *Desired) (map[string]string, corev1.PodTemplateSpec) {
+	t.Helper()
+	for _, o := range d.Objects {
+		switch w := o.(type) {
+		case *appsv1.StatefulSet:
+			return w.Labels, w.Spec.Template
+		case *appsv1.DaemonSet:
+			return w.Labels, w.Spec.Template
+		}
+	}
+	t.Fatal("no StatefulSet or DaemonSet")
+	return nil, corev1.PodTemplateSpec{}
+}
+
+func TestAnAgentOnPrometheusV2RunsTheAgentFeatureAndHonoursTSDB(t *testing.T) {
+	d, err := PrometheusAgent(newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) {
+		s.Version = "v2.55.1"
+		s.TSDB = &monitoringv1.TSDBSpec{OutOfOrderTimeWindow: ptr.To[monitoringv1.Duration]("30m")}
+	}), agentInputs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pod := agentWorkload(t, d)
+	args := pod.Spec.Containers[0].Args
+	if !slices.Contains(args, "--enable-feature=agent") || slices.Contains(args, "--agent") || !slices.Contains(args, "--storage.agent.path=/prometheus") {
+		t.Errorf("args = %v, want Prometheus v2's agent feature (not v3's --agent) and the WAL path", args)
+	}
+	loadAgentConfig(t, d.Config())
+	cfg, err := config.Load(string(d.Config()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.StorageConfig.TSDBConfig; got == nil || time.Duration(got.OutOfOrderTimeWindowFlag) != 30*time.Minute {
+		t.Errorf("storage.tsdb = %+v, want out_of_order_time_window 30m", got)
+	}
+}
+
+func TestAnAgentsWorkloadSaysItIsAnAgent(t *testing.T) {
+	for _, mode := range []monitoringv1alpha1.PrometheusAgentMode{monitoringv1alpha1.StatefulSetPrometheusAgentMode, monitoringv1alpha1.DaemonSetPrometheusAgentMode} {
+		d, err := PrometheusAgent(newAgent(mode, func(s *monitoringv1alpha1.PrometheusAgentSpec) {
+			// Allowed by the API's rules in both modes; a DaemonSet has no use for them.
+			s.PodManagementPolicy = ptr.To(monitoringv1.ParallelPodManagement)
+			s.UpdateStrategy = &monitoringv1.StatefulSetUpdateStrategy{Type: monitoringv1.OnDeleteStatefulSetStrategyType}
+		}), agentInputs())
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if labels, _ := agentWorkload(t, d); labels["operator.prometheus.io/mode"] != "agent" {
+			t.Errorf("%s: labels %v, want operator.prometheus.io/mode=agent", mode, labels)
+		}
 	}
 }

@@ -208,13 +208,15 @@ func TestAnAgentInDaemonSetModeBecomesADaemonSetDiscoveringItsNodesPods(t *testi
 
 func TestAnAgentFieldLookoutDoesNotHonourIsRefusedByNameWithAnEvent(t *testing.T) {
 	ns := newNamespace(t)
+	// Out-of-order ingestion came to agents with Prometheus v2.54.
 	a := newAgent(ns, "refused", func(a *monitoringv1alpha1.PrometheusAgent) {
-		a.Spec.TSDB = &monitoringv1.TSDBSpec{}
+		a.Spec.Version = "v2.53.2"
+		a.Spec.TSDB = &monitoringv1.TSDBSpec{OutOfOrderTimeWindow: ptr.To[monitoringv1.Duration]("10m")}
 	})
 	mustCreate(t, a)
 	c := waitAgentReconciled(t, a, monitoringv1.ConditionFalse)
-	if c.Reason != "UnsupportedField" || !strings.Contains(c.Message, "spec.tsdb") {
-		t.Errorf("Reconciled = %s/%s, want UnsupportedField naming spec.tsdb", c.Reason, c.Message)
+	if c.Reason != "UnsupportedField" || !strings.Contains(c.Message, "spec.tsdb.outOfOrderTimeWindow") {
+		t.Errorf("Reconciled = %s/%s, want UnsupportedField naming spec.tsdb.outOfOrderTimeWindow", c.Reason, c.Message)
 	}
 	eventually(t, "a Warning Event says why", func() (bool, error) { return eventFor(t, ns, "refused", "UnsupportedField"), nil })
 	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prom-agent-refused"}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {

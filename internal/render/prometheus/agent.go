@@ -1,6 +1,9 @@
 package prometheus
 
 import (
+	"fmt"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 
 	"github.com/lookout-operator/lookout/internal/render/workload"
@@ -33,22 +36,45 @@ func validateAgentMode(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
 	return nil
 }
 
-// validateAgentFields refuses the shared fields the agent does not honour; the others are
-// honoured, or refused, by the checks shared with Prometheus.
+// validateAgentFields refuses what the agent's Prometheus version cannot do; the other
+// fields are honoured, or refused, by the checks shared with Prometheus.
 func validateAgentFields(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
-	s := &a.Spec
-	if v, err := imageSpec(AgentView(a)).ParsedVersion(); err == nil && v.Major < 3 {
-		return unsupported("spec.version", "agents are run with the --agent flag of Prometheus v3 or later, spec.version is "+imageSpec(AgentView(a)).VersionOrDefault())
+	v, err := ParsedVersion(AgentView(a))
+	if err != nil {
+		return nil // the shared checks name spec.version
 	}
-	if s.TSDB != nil {
-		return unsupported("spec.tsdb", "an agent keeps a write-ahead log only, no TSDB to configure; remove the field")
+	needs := func(field string, major, minor int, what string) *SpecError {
+		return &SpecError{Field: field, Reason: workload.ReasonUnsupportedField,
+			Message: fmt.Sprintf("%s: an agent %s from Prometheus v%d.%d.0 on, spec.version is %s", field, what, major, minor, v.Tag())}
+	}
+	// Agent mode came with v2.32, behind a feature flag; an older Prometheus would ignore
+	// the flag and run as a server.
+	if !v.AtLeast(2, 32) {
+		return needs("spec.version", 2, 32, "runs")
+	}
+	if ts := a.Spec.TSDB; ts != nil && ts.OutOfOrderTimeWindow != nil && !v.AtLeast(2, 54) {
+		return needs("spec.tsdb.outOfOrderTimeWindow", 2, 54, "ingests out-of-order samples")
 	}
 	return nil
 }
 
-// validateAgentDaemonSet refuses what makes no sense with one agent per node, as the API's
-// own validation rules do where the cluster checks them: a count of pods or shards, StatefulSet storage and policies, and every kind of target that is not a pod on the
-// agent's own node (ServiceMonitors, Probes, ScrapeConfigs, additional scrape configs).
+// agentModeArgs turn agent mode on, with the write-ahead log in the data volume: the
+// --agent flag of Prometheus v3, the agent feature of v2, as the existing operator does
+// (Prometheus v2 takes --enable-feature more than once).
+func agentModeArgs(p *monitoringv1.Prometheus) []string {
+	mode := "--agent"
+	if v, err := ParsedVersion(p); err == nil && v.Major < 3 {
+		mode = "--enable-feature=agent"
+	}
+	return []string{mode, "--storage.agent.path=" + storageDir}
+}
+
+// validateAgentDaemonSet refuses what makes no sense with one agent per node, exactly as
+// the API's own validation rules do where the cluster checks them: a count of pods or
+// shards, a sharding strategy, StatefulSet storage, and every kind of target that is not a
+// pod on the agent's own node (ServiceMonitors, Probes, ScrapeConfigs, additional scrape
+// configs). The StatefulSet's podManagementPolicy and updateStrategy, which those rules
+// allow, have no meaning for a DaemonSet and are ignored, as with the existing operator.
 func validateAgentDaemonSet(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
 	if !AgentDaemonSet(a) {
 		return nil
@@ -63,8 +89,7 @@ func validateAgentDaemonSet(a *monitoringv1alpha1.PrometheusAgent) *SpecError {
 		{"spec.shards", s.Shards != nil && *s.Shards > 1}, // the API defaults it to 1
 		{"spec.storage", s.Storage != nil},
 		{"spec.persistentVolumeClaimRetentionPolicy", s.PersistentVolumeClaimRetentionPolicy != nil},
-		{"spec.podManagementPolicy", s.PodManagementPolicy != nil},
-		{"spec.updateStrategy", s.UpdateStrategy != nil},
+		{"spec.shardingStrategy", s.ShardingStrategy != nil},
 		{"spec.serviceMonitorSelector", s.ServiceMonitorSelector != nil},
 		{"spec.serviceMonitorNamespaceSelector", s.ServiceMonitorNamespaceSelector != nil},
 		{"spec.probeSelector", s.ProbeSelector != nil},

@@ -42,7 +42,7 @@ func TestEveryPrometheusAgentSpecFieldIsHonouredOrRefused(t *testing.T) {
 		"TerminationGracePeriodSeconds", "HostUsers",
 		"OTLP", "APIServerConfig", "TracingConfig", "Runtime", "Containers", "InitContainers", "Volumes",
 		"VolumeMounts", "ListenLocal", "HostNetwork", "AutomountServiceAccountToken",
-		"RemoteWriteReceiverMessageVersions", "ScrapeFailureLogFile", "ReloadStrategy",
+		"RemoteWriteReceiverMessageVersions", "ScrapeFailureLogFile", "ReloadStrategy", "TSDB",
 		// Honoured for the values that work; the others are refused below.
 		"Web", "PortName", "ShardingStrategy",
 	}
@@ -54,12 +54,15 @@ func TestEveryPrometheusAgentSpecFieldIsHonouredOrRefused(t *testing.T) {
 	}
 	sel := &metav1.LabelSelector{}
 	refused := map[string]func(*monitoringv1alpha1.PrometheusAgentSpec){
-		"spec.tsdb":     func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} },
+		"spec.tsdb.outOfOrderTimeWindow": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
+			s.Version = "v2.53.2"
+			s.TSDB = &monitoringv1.TSDBSpec{OutOfOrderTimeWindow: ptr.To[monitoringv1.Duration]("10m")}
+		},
 		"spec.portName": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.PortName = "http" },
 		"spec.shardingStrategy.mode": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
 			s.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: ptr.To(monitoringv1.TopologyShardingStrategyMode)}
 		},
-		"spec.version": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Version = "v2.55.0" },
+		"spec.version": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Version = "v2.31.1" },
 		// DaemonSet mode: one agent per node, pods on that node only.
 		"spec.replicas": daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Replicas = ptr.To[int32](1) }),
 		"spec.shards":   daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Shards = ptr.To[int32](2) }),
@@ -67,11 +70,8 @@ func TestEveryPrometheusAgentSpecFieldIsHonouredOrRefused(t *testing.T) {
 		"spec.persistentVolumeClaimRetentionPolicy": daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) {
 			s.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
 		}),
-		"spec.podManagementPolicy": daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) {
-			s.PodManagementPolicy = ptr.To(monitoringv1.ParallelPodManagement)
-		}),
-		"spec.updateStrategy": daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) {
-			s.UpdateStrategy = &monitoringv1.StatefulSetUpdateStrategy{}
+		"spec.shardingStrategy": daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) {
+			s.ShardingStrategy = &monitoringv1.ShardingStrategy{}
 		}),
 		"spec.serviceMonitorSelector":          daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.ServiceMonitorSelector = sel }),
 		"spec.serviceMonitorNamespaceSelector": daemonSet(func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.ServiceMonitorNamespaceSelector = sel }),

@@ -31,10 +31,17 @@ type Flavour struct {
 	rbacKind string
 	// Agent runs Prometheus in agent mode: no TSDB, no rules, no alerting.
 	Agent bool
+	// Mode is the LabelMode value of the StatefulSets (or DaemonSet); none when empty.
+	Mode string
 }
 
-// LabelPrometheusAgent holds the name of the PrometheusAgent an object was generated for.
-const LabelPrometheusAgent = "lookout.dev/prometheus-agent"
+const (
+	// LabelPrometheusAgent holds the name of the PrometheusAgent an object was generated for.
+	LabelPrometheusAgent = "lookout.dev/prometheus-agent"
+	// LabelMode on a StatefulSet or DaemonSet says whether it runs a server or an agent, as
+	// the existing operator's label does (kube-state-metrics queries tell them apart by it).
+	LabelMode = "operator.prometheus.io/mode"
+)
 
 // Server is the flavour of a Prometheus; Agent of a PrometheusAgent, named as the existing
 // operator names them (docs/compatibility.md).
@@ -47,7 +54,7 @@ var (
 	Agent = &Flavour{
 		OwnerKind: monitoringv1alpha1.PrometheusAgentsKind, OwnerAPIVersion: monitoringv1alpha1.SchemeGroupVersion.String(),
 		Prefix: "prom-agent", AppName: "prometheus-agent", GoverningService: "prometheus-agent-operated",
-		OwnerLabel: LabelPrometheusAgent, rbacKind: "prometheus-agent", Agent: true,
+		OwnerLabel: LabelPrometheusAgent, rbacKind: "prometheus-agent", Agent: true, Mode: "agent",
 	}
 )
 

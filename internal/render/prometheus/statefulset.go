@@ -53,6 +53,9 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) (*appsv1
 	// selector keeps the existing operator's managed-by value.
 	meta.Labels[labelOpName] = p.Name
 	meta.Labels[labelShard] = strconv.Itoa(int(shard))
+	if m := FlavourOf(p).Mode; m != "" {
+		meta.Labels[LabelMode] = m
+	}
 
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
@@ -389,11 +392,11 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 	return args
 }
 
-// storageArgs are a server's TSDB flags, or an agent's: agent mode (a flag since
-// Prometheus v3) and its WAL in the data volume.
+// storageArgs are a server's TSDB flags, or an agent's: agent mode and its WAL in the
+// data volume.
 func storageArgs(p *monitoringv1.Prometheus) []string {
 	if FlavourOf(p).Agent {
-		return []string{"--agent", "--storage.agent.path=" + storageDir}
+		return agentModeArgs(p)
 	}
 	s := &p.Spec
 	args := []string{"--storage.tsdb.path=" + storageDir}

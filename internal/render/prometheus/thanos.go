@@ -1,8 +1,10 @@
 package prometheus
 
 import (
+	"cmp"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -103,16 +105,24 @@ func thanosSidecarArgs(p *monitoringv1.Prometheus) ([]string, []corev1.EnvVar) {
 	}
 	args := []string{
 		"sidecar",
-		"--prometheus.url=http://localhost:" + strconv.Itoa(webPort) + path.Clean(routePrefix(p)),
-		"--grpc-address=" + grpcHost + ":" + strconv.Itoa(thanos.GRPCPort),
-		"--http-address=" + httpHost + ":" + strconv.Itoa(thanos.WebPort),
-		"--tsdb.path=" + storageDir,
+		"--prometheus.url=" + strings.ToLower(string(webScheme(p))) + "://localhost:" + strconv.Itoa(webPort) + path.Clean(routePrefix(p)),
 	}
+	if webTLS(p) != nil {
+		// Prometheus serves HTTPS only. Its certificate names the Service, not localhost,
+		// and the sidecar has no CA to check it with: as the existing operator does, the
+		// sidecar skips verification on this loopback connection.
+		args = append(args, "--prometheus.http-client="+thanosHTTPClientConfig)
+	}
+	args = append(args,
+		"--grpc-address="+grpcHost+":"+strconv.Itoa(thanos.GRPCPort),
+		"--http-address="+httpHost+":"+strconv.Itoa(thanos.WebPort),
+		"--tsdb.path="+storageDir,
+	)
 	var env []corev1.EnvVar
 	for _, c := range thanosFileConfigs(t) {
 		args, env = c.Apply(args, env)
 	}
-	tls, _ := thanos.GRPCServerTLSArgs("spec.thanos.grpcServerTlsConfig", t.GRPCServerTLSConfig) // Validate has refused the errors
+	tls, _ := thanos.GRPCServerTLSArgs("spec.thanos.grpcServerTlsConfig", t.GRPCServerTLSConfig, thanosVersion(t)) // Validate has refused the errors
 	args = append(args, tls...)
 	if t.MinTime != "" {
 		args = append(args, "--min-time="+t.MinTime)
@@ -129,13 +139,20 @@ func thanosSidecarArgs(p *monitoringv1.Prometheus) ([]string, []corev1.EnvVar) {
 			args = append(args, "--"+d.flag+"="+string(d.v))
 		}
 	}
-	if t.LogLevel != "" {
-		args = append(args, "--log.level="+t.LogLevel)
-	}
-	if t.LogFormat != "" {
-		args = append(args, "--log.format="+t.LogFormat)
-	}
+	// The sidecar logs like Prometheus unless told otherwise, as with the existing operator.
+	args = append(args, thanos.LogArgs(cmp.Or(t.LogLevel, p.Spec.LogLevel), cmp.Or(t.LogFormat, p.Spec.LogFormat))...)
 	return args, env
+}
+
+// thanosHTTPClientConfig is the sidecar's client configuration for a Prometheus that
+// serves HTTPS (Thanos's --prometheus.http-client, inline).
+const thanosHTTPClientConfig = `{"tls_config": {"insecure_skip_verify": true}}`
+
+// thanosVersion is the sidecar's Thanos version; validateThanos has refused one that does
+// not parse.
+func thanosVersion(t *monitoringv1.ThanosSpec) thanos.Version {
+	v, _ := thanos.ParseVersion("spec.thanos.version", workload.Value(t.Version))
+	return v
 }
 
 // thanosSidecar is the thanos-sidecar container; none without spec.thanos.
@@ -180,12 +197,20 @@ func validateThanos(p *monitoringv1.Prometheus) *SpecError {
 	if t == nil {
 		return nil
 	}
-	if _, err := thanos.GRPCServerTLSArgs("spec.thanos.grpcServerTlsConfig", t.GRPCServerTLSConfig); err != nil {
-		return err
-	}
 	if err := thanosImage(t).Check(); err != nil {
 		err.Field = "spec.thanos." + err.Field[len("spec."):]
 		err.Message = "spec.thanos." + err.Message[len("spec."):]
+		return err
+	}
+	if _, err := thanos.GRPCServerTLSArgs("spec.thanos.grpcServerTlsConfig", t.GRPCServerTLSConfig, thanosVersion(t)); err != nil {
+		return err
+	}
+	if err := thanosVersion(t).Check(
+		thanos.Gate{Field: "spec.thanos.getConfigInterval", Set: t.GetConfigInterval != "", Flag: "prometheus.get_config_interval", Major: 0, Minor: 29},
+		thanos.Gate{Field: "spec.thanos.getConfigTimeout", Set: t.GetConfigTimeout != "", Flag: "prometheus.get_config_timeout", Major: 0, Minor: 29},
+		// The sidecar reaches an HTTPS Prometheus only with a client configuration.
+		thanos.Gate{Field: "spec.web.tlsConfig", Set: webTLS(p) != nil, Flag: "prometheus.http-client", Major: 0, Minor: 24},
+	); err != nil {
 		return err
 	}
 	for _, c := range thanosFileConfigs(t) {

@@ -1,6 +1,9 @@
 package thanos
 
 import (
+	"crypto/tls"
+	"fmt"
+	"slices"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -59,12 +62,13 @@ var tlsVersions = map[monitoringv1.TLSVersion]string{
 	monitoringv1.TLSVersion12: "1.2", monitoringv1.TLSVersion13: "1.3",
 }
 
-// GRPCServerTLSArgs are the flags that serve the gRPC StoreAPI over TLS. Thanos reads the
-// certificate, key and client CA from files, so the *File fields (paths in the container,
-// e.g. from volumeMounts) are honoured; the Secret and ConfigMap references, which would
-// need the material mounted into the pod, and the fields Thanos's server has no flag for
-// are refused by name.
-func GRPCServerTLSArgs(field string, c *monitoringv1.GRPCServerTLSConfig) ([]string, *workload.SpecError) {
+// GRPCServerTLSArgs are the flags that serve the gRPC StoreAPI over TLS with the Thanos
+// version v. Thanos reads the certificate, key and client CA from files, so the *File
+// fields (paths in the container, e.g. from volumeMounts) are honoured; the Secret and
+// ConfigMap references, which would need the material mounted into the pod, and the
+// fields Thanos's server has no flag for are refused by name, as are those v's Thanos has
+// no flag for yet.
+func GRPCServerTLSArgs(field string, c *monitoringv1.GRPCServerTLSConfig, v Version) ([]string, *workload.SpecError) {
 	if c == nil {
 		return nil, nil
 	}
@@ -85,10 +89,13 @@ func GRPCServerTLSArgs(field string, c *monitoringv1.GRPCServerTLSConfig) ([]str
 		return nil, unsupported("insecureSkipVerify", "a server verifies no server certificate")
 	case c.MaxVersion != nil:
 		return nil, unsupported("maxVersion", "Thanos's gRPC server has no maximum TLS version flag")
-	case len(c.CipherSuites) > 0:
-		return nil, unsupported("cipherSuites", "Thanos's gRPC server has no cipher suite flag")
-	case len(c.Curves) > 0:
-		return nil, unsupported("curves", "Thanos's gRPC server has no curve flag")
+	}
+	if err := v.Check(
+		Gate{Field: field + ".minVersion", Set: c.MinVersion != nil, Flag: "grpc-server-tls-min-version", Major: 0, Minor: 37},
+		Gate{Field: field + ".cipherSuites", Set: len(c.CipherSuites) > 0, Flag: "grpc-server-tls-ciphers", Major: 0, Minor: 42},
+		Gate{Field: field + ".curves", Set: len(c.Curves) > 0, Flag: "grpc-server-tls-curves", Major: 0, Minor: 42},
+	); err != nil {
+		return nil, err
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return nil, workload.Invalid(field, "certFile and keyFile go together: Thanos serves TLS with both or neither")
@@ -96,6 +103,9 @@ func GRPCServerTLSArgs(field string, c *monitoringv1.GRPCServerTLSConfig) ([]str
 	var args []string
 	if c.CertFile != "" {
 		args = append(args, "--grpc-server-tls-cert="+c.CertFile, "--grpc-server-tls-key="+c.KeyFile)
+	}
+	serverOnly := func(sub string) *workload.SpecError {
+		return workload.Invalid(field+"."+sub, "applies to a TLS server: set certFile and keyFile too")
 	}
 	if c.CAFile != "" {
 		if c.CertFile == "" {
@@ -109,15 +119,49 @@ func GRPCServerTLSArgs(field string, c *monitoringv1.GRPCServerTLSConfig) ([]str
 			return nil, workload.Invalid(field+".minVersion", "%q is not one of TLS10, TLS11, TLS12, TLS13", *c.MinVersion)
 		}
 		if c.CertFile == "" {
-			return nil, workload.Invalid(field+".minVersion", "applies to a TLS server: set certFile and keyFile too")
+			return nil, serverOnly("minVersion")
 		}
 		args = append(args, "--grpc-server-tls-min-version="+v)
+	}
+	for _, l := range []struct {
+		sub, flag string
+		values    []string
+		known     func(string) bool
+	}{
+		{"cipherSuites", "grpc-server-tls-ciphers", c.CipherSuites, knownCipherSuite},
+		{"curves", "grpc-server-tls-curves", c.Curves, knownCurve},
+	} {
+		if len(l.values) == 0 {
+			continue
+		}
+		if c.CertFile == "" {
+			return nil, serverOnly(l.sub)
+		}
+		for i, name := range l.values {
+			if !l.known(name) {
+				return nil, workload.Invalid(fmt.Sprintf("%s.%s[%d]", field, l.sub, i), "%q is not a name Go's TLS stack (and so Thanos) knows", name)
+			}
+		}
+		// Thanos takes one flag per value.
+		for _, name := range l.values {
+			args = append(args, "--"+l.flag+"="+name)
+		}
 	}
 	return args, nil
 }
 
-// logArgs are Thanos's logging flags.
-func logArgs(level, format string) []string {
+// knownCipherSuite: Thanos accepts the names of Go's secure cipher suites.
+func knownCipherSuite(name string) bool {
+	return slices.ContainsFunc(tls.CipherSuites(), func(c *tls.CipherSuite) bool { return c.Name == name })
+}
+
+// knownCurve: Thanos accepts these names of Go's curves (its --grpc-server-tls-curves).
+func knownCurve(name string) bool {
+	return slices.Contains([]string{"CurveP256", "CurveP384", "CurveP521", "X25519", "X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024"}, name)
+}
+
+// LogArgs are Thanos's logging flags.
+func LogArgs(level, format string) []string {
 	var args []string
 	if level != "" {
 		args = append(args, "--log.level="+level)
@@ -143,6 +187,17 @@ func underField(err *workload.SpecError, field string) *workload.SpecError {
 }
 
 // CheckAdditionalArgs refuses malformed additionalArgs under field and flags Lookout sets.
+// Thanos takes a file-valued setting inline (--X) or as a path (--X-file) and exits when
+// given both, so either form Lookout sets rules out the other too.
 func CheckAdditionalArgs(field string, generated []string, additional []monitoringv1.Argument) *workload.SpecError {
-	return underField(workload.CheckAdditionalArgs(generated, additional, "query.timeout", "Thanos"), field)
+	all := slices.Clone(generated)
+	for _, a := range generated {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if base, ok := strings.CutSuffix(name, "-file"); ok {
+			all = append(all, "--"+base)
+		} else {
+			all = append(all, "--"+name+"-file")
+		}
+	}
+	return underField(workload.CheckAdditionalArgs(all, additional, "query.timeout", "Thanos"), field)
 }

@@ -22,6 +22,9 @@ const (
 	labelAppName   = "app.kubernetes.io/name"
 	labelInstance  = "app.kubernetes.io/instance"
 	labelManagedBy = "app.kubernetes.io/managed-by"
+	// labelVersion on the pods holds the Thanos version they run, as with the existing
+	// operator.
+	labelVersion = "app.kubernetes.io/version"
 	// labelRuleConfigMapOwner is the existing operator's label on rule ConfigMaps.
 	labelRuleConfigMapOwner = "thanos-ruler-name"
 	// labelThanosRuler is the existing operator's selector label.

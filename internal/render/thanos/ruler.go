@@ -4,10 +4,12 @@ import (
 	"errors"
 	"path"
 	"strconv"
+	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -29,6 +31,10 @@ const (
 	containerRuler                = "thanos-ruler"
 	defaultTerminationGracePeriod = 120
 )
+
+// defaultMemoryRequest is the thanos-ruler container's memory request when spec.resources
+// sets none, as with the existing operator.
+var defaultMemoryRequest = resource.MustParse("200Mi")
 
 // Objects renders every object of one ThanosRuler, in the order they are applied: the rule
 // ConfigMaps, the governing Service (co-owned by every ThanosRuler of the namespace, see
@@ -111,9 +117,27 @@ func statefulSet(tr *monitoringv1.ThanosRuler, opts Options) (*appsv1.StatefulSe
 	if serr != nil {
 		return nil, serr
 	}
+	podLabels := map[string]string{LabelThanosRuler: tr.Name, labelVersion: strings.TrimPrefix(rulerVersion(tr).Tag(), "v")}
 	sts := podFields(tr).StatefulSet(ownedMeta(tr, StatefulSetName(tr.Name)), Replicas(tr), SelectorLabels(tr.Name),
-		map[string]string{LabelThanosRuler: tr.Name}, GoverningServiceName(tr), containerRuler, dataVolumeName(tr), spec)
+		podLabels, GoverningServiceName(tr), containerRuler, dataVolumeName(tr), spec)
 	return sts, nil
+}
+
+// rulerResources are spec.resources with the existing operator's default memory request:
+// without one the pod is BestEffort on memory, first to go under node pressure. A memory
+// limit alone is left alone: Kubernetes makes it the request, and 200Mi above a smaller
+// limit would make the pod invalid.
+func rulerResources(tr *monitoringv1.ThanosRuler) corev1.ResourceRequirements {
+	r := *tr.Spec.Resources.DeepCopy()
+	_, request := r.Requests[corev1.ResourceMemory]
+	_, limit := r.Limits[corev1.ResourceMemory]
+	if !request && !limit {
+		if r.Requests == nil {
+			r.Requests = corev1.ResourceList{}
+		}
+		r.Requests[corev1.ResourceMemory] = defaultMemoryRequest
+	}
+	return r
 }
 
 func dataVolumeName(tr *monitoringv1.ThanosRuler) string {
@@ -155,17 +179,19 @@ func SecretKeys(tr *monitoringv1.ThanosRuler) []FileConfig {
 // environment they read.
 func generatedArgs(tr *monitoringv1.ThanosRuler) ([]string, []corev1.EnvVar) {
 	s := &tr.Spec
-	host := ""
+	// listenLocal keeps the web server on loopback; the gRPC StoreAPI stays on every
+	// interface, as with the existing operator: Thanos Query reads the ruler's series there.
+	httpHost := ""
 	if s.ListenLocal {
-		host = "127.0.0.1"
+		httpHost = "127.0.0.1"
 	}
 	args := []string{
 		"rule",
 		"--data-dir=" + dataDir,
 		"--eval-interval=" + orDefault(string(s.EvaluationInterval), DefaultEvaluationInterval),
 		"--tsdb.retention=" + orDefault(string(s.Retention), DefaultRetention),
-		"--http-address=" + host + ":" + strconv.Itoa(WebPort),
-		"--grpc-address=" + host + ":" + strconv.Itoa(GRPCPort),
+		"--http-address=" + httpHost + ":" + strconv.Itoa(WebPort),
+		"--grpc-address=:" + strconv.Itoa(GRPCPort),
 		"--web.route-prefix=" + routePrefix(tr),
 		"--label=" + ReplicaLabel + `="$(POD_NAME)"`,
 	}
@@ -189,7 +215,7 @@ func generatedArgs(tr *monitoringv1.ThanosRuler) ([]string, []corev1.EnvVar) {
 	for _, c := range fileConfigs(tr) {
 		args, env = c.Apply(args, env)
 	}
-	tls, _ := GRPCServerTLSArgs("spec.grpcServerTlsConfig", s.GRPCServerTLSConfig) // Validate has refused the errors
+	tls, _ := GRPCServerTLSArgs("spec.grpcServerTlsConfig", s.GRPCServerTLSConfig, rulerVersion(tr)) // Validate has refused the errors
 	args = append(args, tls...)
 	for _, d := range []struct {
 		flag string
@@ -213,7 +239,7 @@ func generatedArgs(tr *monitoringv1.ThanosRuler) ([]string, []corev1.EnvVar) {
 	if s.AlertQueryURL != "" {
 		args = append(args, "--alert.query-url="+s.AlertQueryURL)
 	}
-	args = append(args, logArgs(s.LogLevel, s.LogFormat)...)
+	args = append(args, LogArgs(s.LogLevel, s.LogFormat)...)
 	for _, f := range workload.Uniq(enableFeatures(s.EnableFeatures)) {
 		args = append(args, "--enable-feature="+f)
 	}
@@ -264,7 +290,7 @@ func rulerContainer(tr *monitoringv1.ThanosRuler) (corev1.Container, error) {
 			{Name: webPortName, ContainerPort: WebPort, Protocol: corev1.ProtocolTCP},
 			{Name: GRPCPortName, ContainerPort: GRPCPort, Protocol: corev1.ProtocolTCP},
 		},
-		Resources:                *s.Resources.DeepCopy(),
+		Resources:                rulerResources(tr),
 		VolumeMounts:             mounts,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          workload.ContainerSecurityContext(),

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,6 +163,36 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"refuses a query endpoint of another scheme", func(tr *monitoringv1.ThanosRuler) { tr.Spec.QueryEndpoints = []string{"ftp://query:21"} }, "spec.queryEndpoints[0]"},
 		{"refuses an Alertmanager URL without a host", func(tr *monitoringv1.ThanosRuler) { tr.Spec.AlertManagersURL = []string{"http://:9093"} }, "spec.alertmanagersUrl[0]"},
 		{"refuses query endpoints and a query config together", func(tr *monitoringv1.ThanosRuler) { tr.Spec.QueryConfig = secretKey("q", "q.yaml") }, "spec.queryConfig"},
+		{"refuses a ruler with nothing to query", func(tr *monitoringv1.ThanosRuler) { tr.Spec.QueryEndpoints = nil }, "spec.queryEndpoints"},
+		{"refuses a rule query offset Thanos v0.37 has no flag for", func(tr *monitoringv1.ThanosRuler) {
+			tr.Spec.Version, tr.Spec.RuleQueryOffset = ptr.To("v0.37.2"), ptr.To[monitoringv1.Duration]("1m")
+		}, "spec.ruleQueryOffset"},
+		{"refuses concurrent evaluation on Thanos v0.36", func(tr *monitoringv1.ThanosRuler) {
+			tr.Spec.Version, tr.Spec.RuleConcurrentEval = ptr.To("v0.36.1"), ptr.To[int32](2)
+		}, "spec.ruleConcurrentEval"},
+		{"refuses features on Thanos v0.38", func(tr *monitoringv1.ThanosRuler) {
+			tr.Spec.Version, tr.Spec.EnableFeatures = ptr.To("v0.38.0"), []monitoringv1.EnableFeature{"promql-experimental-functions"}
+		}, "spec.enableFeatures"},
+		{"refuses an outage tolerance on Thanos v0.29", func(tr *monitoringv1.ThanosRuler) {
+			tr.Spec.Version, tr.Spec.RuleOutageTolerance = ptr.To("v0.29.0"), ptr.To[monitoringv1.Duration]("1h")
+		}, "spec.ruleOutageTolerance"},
+		{"refuses a minimum TLS version on Thanos v0.36", func(tr *monitoringv1.ThanosRuler) {
+			tr.Spec.Version = ptr.To("v0.36.1")
+			tr.Spec.GRPCServerTLSConfig = &monitoringv1.GRPCServerTLSConfig{TLSConfig: monitoringv1.TLSConfig{
+				TLSFilesConfig: monitoringv1.TLSFilesConfig{CertFile: "/tls.crt", KeyFile: "/tls.key"},
+				SafeTLSConfig:  monitoringv1.SafeTLSConfig{MinVersion: ptr.To(monitoringv1.TLSVersion12)},
+			}}
+		}, "spec.grpcServerTlsConfig.minVersion"},
+		{"refuses a cipher suite Go does not know", func(tr *monitoringv1.ThanosRuler) {
+			tr.Spec.Version = ptr.To("v0.42.0")
+			tr.Spec.GRPCServerTLSConfig = &monitoringv1.GRPCServerTLSConfig{
+				TLSConfig:    monitoringv1.TLSConfig{TLSFilesConfig: monitoringv1.TLSFilesConfig{CertFile: "/tls.crt", KeyFile: "/tls.key"}},
+				CipherSuites: []string{"TLS_AES_128_GCM_SHA256", "RC4"},
+			}
+		}, "spec.grpcServerTlsConfig.cipherSuites[1]"},
+		{"refuses a query endpoint given twice", func(tr *monitoringv1.ThanosRuler) {
+			tr.Spec.QueryEndpoints = []string{"q:9090", "r:9090", "q:9090"}
+		}, "spec.queryEndpoints[2]"},
 		{"refuses an object storage Secret without a key", func(tr *monitoringv1.ThanosRuler) { tr.Spec.ObjectStorageConfig = secretKey("objstore", "") }, "spec.objectStorageConfig"},
 		{"refuses a retention Thanos cannot parse", func(tr *monitoringv1.ThanosRuler) { tr.Spec.Retention = "a week" }, "spec.retention"},
 		{"refuses an evaluation interval Thanos cannot parse", func(tr *monitoringv1.ThanosRuler) { tr.Spec.EvaluationInterval = "often" }, "spec.evaluationInterval"},
@@ -169,6 +200,10 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"refuses an invalid label name", func(tr *monitoringv1.ThanosRuler) { tr.Spec.Labels = map[string]string{"1bad": "x"} }, "spec.labels"},
 		{"refuses a flag Lookout sets", func(tr *monitoringv1.ThanosRuler) {
 			tr.Spec.AdditionalArgs = []monitoringv1.Argument{{Name: "eval-interval", Value: "1m"}}
+		}, "spec.additionalArgs[0].name"},
+		{"refuses the file form of a flag Lookout sets inline", func(tr *monitoringv1.ThanosRuler) {
+			tr.Spec.ObjectStorageConfig = secretKey("objstore", "bucket.yaml")
+			tr.Spec.AdditionalArgs = []monitoringv1.Argument{{Name: "objstore.config-file", Value: "/etc/bucket.yaml"}}
 		}, "spec.additionalArgs[0].name"},
 		{"refuses an unknown log level", func(tr *monitoringv1.ThanosRuler) { tr.Spec.LogLevel = "loud" }, "spec.logLevel"},
 		{"refuses an invalid image", func(tr *monitoringv1.ThanosRuler) { tr.Spec.Image = "Not An Image" }, "spec.image"},
@@ -184,5 +219,74 @@ func TestValidationNamesTheField(t *testing.T) {
 				t.Errorf("Validate = %v, want an error on %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// args is the thanos-ruler container's arguments as rendered for tr.
+func args(t *testing.T, tr *monitoringv1.ThanosRuler) []string {
+	t.Helper()
+	c := rulerPod(t, tr).Spec.Containers[0]
+	if c.Name != containerRuler {
+		t.Fatalf("first container is %s", c.Name)
+	}
+	return c.Args
+}
+
+func rulerPod(t *testing.T, tr *monitoringv1.ThanosRuler) corev1.PodTemplateSpec {
+	t.Helper()
+	objs, err := Objects(tr, options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if sts, ok := o.(*appsv1.StatefulSet); ok {
+			return sts.Spec.Template
+		}
+	}
+	t.Fatal("no StatefulSet")
+	return corev1.PodTemplateSpec{}
+}
+
+func TestListenLocalKeepsTheWebServerOnLoopbackButNotTheStoreAPI(t *testing.T) {
+	got := args(t, newThanosRuler(func(tr *monitoringv1.ThanosRuler) { tr.Spec.ListenLocal = true }))
+	for _, want := range []string{"--http-address=127.0.0.1:10902", "--grpc-address=:10901"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("args lack %s: %v", want, got)
+		}
+	}
+}
+
+func TestTheRulerGetsTheExistingOperatorsPodDefaults(t *testing.T) {
+	pod := rulerPod(t, newThanosRuler(func(tr *monitoringv1.ThanosRuler) { tr.Spec.Version = ptr.To("v0.38.0") }))
+	if got := pod.Labels["app.kubernetes.io/version"]; got != "0.38.0" {
+		t.Errorf("pod label app.kubernetes.io/version = %q, want 0.38.0", got)
+	}
+	if got := pod.Spec.Containers[0].Resources.Requests.Memory(); got.Cmp(resource.MustParse("200Mi")) != 0 {
+		t.Errorf("memory request = %v, want the default 200Mi", got)
+	}
+	for name, r := range map[string]corev1.ResourceRequirements{
+		"a request of its own":                              {Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+		"a limit alone, which Kubernetes makes the request": {Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("100Mi")}},
+	} {
+		pod := rulerPod(t, newThanosRuler(func(tr *monitoringv1.ThanosRuler) { tr.Spec.Resources = r }))
+		if got := pod.Spec.Containers[0].Resources; !reflect.DeepEqual(got, r) {
+			t.Errorf("with %s the resources are %v, want them as given", name, got)
+		}
+	}
+}
+
+func TestThanosV042GetsTheGRPCCipherSuitesAndCurves(t *testing.T) {
+	got := args(t, newThanosRuler(func(tr *monitoringv1.ThanosRuler) {
+		tr.Spec.Version = ptr.To("v0.42.0")
+		tr.Spec.GRPCServerTLSConfig = &monitoringv1.GRPCServerTLSConfig{
+			TLSConfig:    monitoringv1.TLSConfig{TLSFilesConfig: monitoringv1.TLSFilesConfig{CertFile: "/tls.crt", KeyFile: "/tls.key"}},
+			CipherSuites: []string{"TLS_AES_128_GCM_SHA256"},
+			Curves:       []string{"X25519MLKEM768"},
+		}
+	}))
+	for _, want := range []string{"--grpc-server-tls-ciphers=TLS_AES_128_GCM_SHA256", "--grpc-server-tls-curves=X25519MLKEM768"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("args lack %s: %v", want, got)
+		}
 	}
 }

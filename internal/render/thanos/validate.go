@@ -3,6 +3,7 @@ package thanos
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -16,11 +17,11 @@ import (
 // never ignored). It returns the first problem as a *workload.SpecError.
 func Validate(tr *monitoringv1.ThanosRuler) error {
 	return workload.FirstError(tr,
+		validateImage,
 		validateUnsupported,
 		validateNames,
 		func(tr *monitoringv1.ThanosRuler) *workload.SpecError { return podFields(tr).Check() },
 		validateCounts,
-		validateImage,
 		validateDurations,
 		validateEndpoints,
 		validateLabels,
@@ -43,10 +44,24 @@ func validateUnsupported(tr *monitoringv1.ThanosRuler) *workload.SpecError {
 	case s.PortName != "" && s.PortName != webPortName:
 		return workload.Unsupported("spec.portName", "the web port is always named \"web\"")
 	}
-	if _, err := GRPCServerTLSArgs("spec.grpcServerTlsConfig", s.GRPCServerTLSConfig); err != nil {
+	if _, err := GRPCServerTLSArgs("spec.grpcServerTlsConfig", s.GRPCServerTLSConfig, rulerVersion(tr)); err != nil {
 		return err
 	}
-	return nil
+	// The flags of newer Thanos releases.
+	return rulerVersion(tr).Check(
+		Gate{Field: "spec.ruleOutageTolerance", Set: workload.Value(s.RuleOutageTolerance) != "", Flag: "for-outage-tolerance", Major: 0, Minor: 30},
+		Gate{Field: "spec.ruleGracePeriod", Set: workload.Value(s.RuleGracePeriod) != "", Flag: "for-grace-period", Major: 0, Minor: 30},
+		Gate{Field: "spec.ruleConcurrentEval", Set: s.RuleConcurrentEval != nil, Flag: "rule-concurrent-evaluation", Major: 0, Minor: 37},
+		Gate{Field: "spec.ruleQueryOffset", Set: workload.Value(s.RuleQueryOffset) != "", Flag: "rule-query-offset", Major: 0, Minor: 38},
+		Gate{Field: "spec.enableFeatures", Set: len(s.EnableFeatures) > 0, Flag: "enable-feature", Major: 0, Minor: 39},
+	)
+}
+
+// rulerVersion is the Thanos version the ruler runs; validateImage has refused one that
+// does not parse.
+func rulerVersion(tr *monitoringv1.ThanosRuler) Version {
+	v, _ := ParseVersion("spec.version", workload.Value(tr.Spec.Version))
+	return v
 }
 
 func validateNames(tr *monitoringv1.ThanosRuler) *workload.SpecError {
@@ -109,6 +124,18 @@ func validateEndpoints(tr *monitoringv1.ThanosRuler) *workload.SpecError {
 	s := &tr.Spec
 	if len(s.QueryEndpoints) > 0 && s.QueryConfig != nil {
 		return workload.Invalid("spec.queryConfig", "is used instead of spec.queryEndpoints: set one of them")
+	}
+	// Thanos Ruler exits at start without something to query ("no query configuration
+	// parameter was given"); the existing operator refuses this before writing anything.
+	if len(s.QueryEndpoints) == 0 && s.QueryConfig == nil {
+		return workload.Invalid("spec.queryEndpoints", "is empty and spec.queryConfig is not set: Thanos Ruler needs at least one query endpoint to evaluate rules against")
+	}
+	// It also exits on an address given twice ("Address ... is duplicated for --query
+	// flag").
+	for i, e := range s.QueryEndpoints {
+		if j := slices.Index(s.QueryEndpoints[:i], e); j >= 0 {
+			return workload.Invalid(fmt.Sprintf("spec.queryEndpoints[%d]", i), "%q is spec.queryEndpoints[%d] again: Thanos Ruler refuses a query address given twice", e, j)
+		}
 	}
 	if len(s.AlertManagersURL) > 0 && s.AlertManagersConfig != nil {
 		return workload.Invalid("spec.alertmanagersConfig", "is used instead of spec.alertmanagersUrl: set one of them")
