@@ -109,14 +109,11 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager) corev1.Container {
 		}
 	}
 	c := corev1.Container{
-		Name:            containerAlertmanager,
-		Image:           image,
-		ImagePullPolicy: am.Spec.ImagePullPolicy,
-		Args:            workload.Args(generatedArgs(am), am.Spec.AdditionalArgs),
-		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}},
-			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
-		},
+		Name:                     containerAlertmanager,
+		Image:                    image,
+		ImagePullPolicy:          am.Spec.ImagePullPolicy,
+		Args:                     workload.Args(generatedArgs(am), am.Spec.AdditionalArgs),
+		Env:                      env(am),
 		Ports:                    ports,
 		Resources:                *am.Spec.Resources.DeepCopy(),
 		VolumeMounts:             mounts,
@@ -133,6 +130,18 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager) corev1.Container {
 	return c
 }
 
+// env is what the flags read: the pod's IP (--cluster.listen-address) and, on releases
+// that name their peers, its name (--cluster.peer-name).
+func env(am *monitoringv1.Alertmanager) []corev1.EnvVar {
+	e := []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}}}
+	if atLeast(version(am), sinceClusterPeerName) {
+		e = append(e, corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}})
+	}
+	return e
+}
+
 // dataSubPath keeps the existing operator's layout: with spec.storage set, the data
 // lives in the alertmanager-db directory of the volume.
 func dataSubPath(am *monitoringv1.Alertmanager) string {
@@ -143,14 +152,39 @@ func dataSubPath(am *monitoringv1.Alertmanager) string {
 }
 
 // clustered: replicas gossip with each other when there is more than one, or when the
-// user forces it (to add peers later, or through additionalPeers).
+// user forces it (forceEnableClusterMode, e.g. to add peers later). A single replica
+// with additionalPeers stays alone, as with the existing operator.
 func clustered(am *monitoringv1.Alertmanager) bool {
-	return Replicas(am) > 1 || am.Spec.ForceEnableClusterMode || len(am.Spec.AdditionalPeers) > 0
+	return Replicas(am) > 1 || am.Spec.ForceEnableClusterMode
 }
 
-// generatedArgs are the flags Lookout derives from the spec, in a fixed order.
+// The first Alertmanager release that knows each flag Lookout may generate (from
+// Alertmanager's changelog; the existing operator gates the same flags at the same
+// releases). A flag the running release does not know would stop it at start.
+var (
+	sinceLogFormat       = workload.Version{Minor: 16}
+	sinceWebFlags        = workload.Version{Minor: 17} // --web.get-concurrency, --web.timeout
+	sinceWebConfigFile   = workload.Version{Minor: 22}
+	sinceClusterLabel    = workload.Version{Minor: 26}
+	sinceEnableFeature   = workload.Version{Minor: 27}
+	sinceSilenceLimits   = workload.Version{Minor: 28}
+	sinceClusterPeerName = workload.Version{Minor: 30} // --cluster.peer-name and POD_NAME
+	sinceDispatchDelay   = workload.Version{Minor: 30}
+)
+
+func atLeast(v, since workload.Version) bool { return v.AtLeast(since.Major, since.Minor) }
+
+// version is the Alertmanager release the pods run; Validate has refused a bad one.
+func version(am *monitoringv1.Alertmanager) workload.Version {
+	v, _ := ParsedVersion(am)
+	return v
+}
+
+// generatedArgs are the flags Lookout derives from the spec, in a fixed order, each
+// only when the Alertmanager's release knows it.
 func generatedArgs(am *monitoringv1.Alertmanager) []string {
 	s := &am.Spec
+	v := version(am)
 	retention := string(s.Retention)
 	if retention == "" {
 		retention = DefaultRetention
@@ -165,7 +199,9 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 		"--data.retention=" + retention,
 		"--web.listen-address=" + listen,
 		"--web.route-prefix=" + routePrefix(am),
-		"--web.config.file=" + webConfigDir + "/" + WebConfigSecretKey,
+	}
+	if atLeast(v, sinceWebConfigFile) {
+		args = append(args, "--web.config.file="+webConfigDir+"/"+WebConfigSecretKey)
 	}
 	if s.ExternalURL != "" {
 		args = append(args, "--web.external-url="+s.ExternalURL)
@@ -181,18 +217,21 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 		for _, p := range s.AdditionalPeers {
 			args = append(args, "--cluster.peer="+p)
 		}
-		label := am.Namespace + "/" + am.Name
-		if s.ClusterLabel != nil {
-			label = *s.ClusterLabel
+		if atLeast(v, sinceClusterLabel) {
+			label := am.Namespace + "/" + am.Name
+			if s.ClusterLabel != nil {
+				label = *s.ClusterLabel
+			}
+			args = append(args, "--cluster.label="+label)
 		}
-		peerName := "$(POD_NAME)"
-		if s.ClusterPeerName != nil && *s.ClusterPeerName != "" {
-			peerName = *s.ClusterPeerName
+		if atLeast(v, sinceClusterPeerName) {
+			peerName := "$(POD_NAME)"
+			if s.ClusterPeerName != nil && *s.ClusterPeerName != "" {
+				peerName = *s.ClusterPeerName
+			}
+			args = append(args, "--cluster.peer-name="+peerName)
 		}
-		args = append(args,
-			"--cluster.label="+label,
-			"--cluster.peer-name="+peerName,
-			"--cluster.reconnect-timeout=5m")
+		args = append(args, "--cluster.reconnect-timeout=5m")
 		if s.ClusterAdvertiseAddress != "" {
 			args = append(args, "--cluster.advertise-address="+s.ClusterAdvertiseAddress)
 		}
@@ -206,13 +245,14 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 			args = append(args, "--cluster.peer-timeout="+string(s.ClusterPeerTimeout))
 		}
 	}
-	if s.LogLevel != "" {
+	// info and logfmt are Alertmanager's defaults: left out, as the existing operator does.
+	if s.LogLevel != "" && s.LogLevel != "info" {
 		args = append(args, "--log.level="+s.LogLevel)
 	}
-	if s.LogFormat != "" {
+	if s.LogFormat != "" && s.LogFormat != "logfmt" && atLeast(v, sinceLogFormat) {
 		args = append(args, "--log.format="+s.LogFormat)
 	}
-	if w := s.Web; w != nil {
+	if w := s.Web; w != nil && atLeast(v, sinceWebFlags) {
 		if w.GetConcurrency != nil {
 			args = append(args, "--web.get-concurrency="+strconv.FormatUint(uint64(*w.GetConcurrency), 10))
 		}
@@ -220,7 +260,7 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 			args = append(args, "--web.timeout="+strconv.FormatUint(uint64(*w.Timeout), 10)+"s")
 		}
 	}
-	if l := s.Limits; l != nil {
+	if l := s.Limits; l != nil && atLeast(v, sinceSilenceLimits) {
 		if l.MaxSilences != nil {
 			args = append(args, "--silences.max-silences="+strconv.Itoa(int(*l.MaxSilences)))
 		}
@@ -229,10 +269,24 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 			args = append(args, "--silences.max-silence-size-bytes="+strconv.FormatInt(int64(n), 10))
 		}
 	}
-	if len(s.EnableFeatures) > 0 {
+	if len(s.EnableFeatures) > 0 && atLeast(v, sinceEnableFeature) {
 		args = append(args, "--enable-feature="+joinComma(workload.Uniq(s.EnableFeatures)))
 	}
+	// A replica that has just become ready waits before it notifies, so that gossip
+	// has brought it the others' notification log (no duplicate after a rollout).
+	if m := s.MinReadySeconds; m != nil && *m > 0 && atLeast(v, sinceDispatchDelay) && !hasArg(s.AdditionalArgs, "dispatch.start-delay") {
+		args = append(args, "--dispatch.start-delay="+strconv.Itoa(int(*m))+"s")
+	}
 	return args
+}
+
+func hasArg(args []monitoringv1.Argument, name string) bool {
+	for _, a := range args {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func reloader(am *monitoringv1.Alertmanager, opts Options) workload.Reloader {

@@ -62,8 +62,18 @@ func validateLimits(am *monitoringv1.Alertmanager) *workload.SpecError {
 	return nil
 }
 
+// minVersion is the oldest Alertmanager Lookout generates for: the existing operator
+// refuses older ones too (their flags have other names).
+var minVersion = workload.Version{Minor: 15}
+
 func validateImage(am *monitoringv1.Alertmanager) *workload.SpecError {
-	return imageSpec(am).Check()
+	if err := imageSpec(am).Check(); err != nil {
+		return err
+	}
+	if v := version(am); !atLeast(v, minVersion) {
+		return workload.Invalid("spec.version", "Alertmanager %s is older than %s, the oldest release Lookout (like the existing operator) runs", v.Tag(), minVersion.Tag())
+	}
+	return nil
 }
 
 func validateDurations(am *monitoringv1.Alertmanager) *workload.SpecError {
