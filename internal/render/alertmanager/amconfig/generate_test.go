@@ -23,8 +23,8 @@ import (
 var updateGenerate = flag.Bool("update", false, "rewrite the golden files in testdata/generate")
 
 // caseInput reads testdata/generate/<name>/input.yaml: one Alertmanager, the
-// AlertmanagerConfigs it selects (all of them, except the one its
-// spec.alertmanagerConfiguration names), its user Secret and the referenced Secrets and
+// AlertmanagerConfigs it selects (all of them, the one its
+// spec.alertmanagerConfiguration names too), its user Secret and the referenced Secrets and
 // ConfigMaps.
 func caseInput(t testing.TB, dir string) Input {
 	t.Helper()
@@ -100,10 +100,11 @@ func decodeInput(raw []byte) (Input, error) {
 			in.Base[k] = v
 		}
 	}
+	// Like the gather, the global AlertmanagerConfig is both Global and, when the
+	// selector matches it, one of Configs.
 	for _, c := range configs {
 		if ac := am.Spec.AlertmanagerConfiguration; ac != nil && c.Namespace == am.Namespace && c.Name == ac.Name {
 			in.Global = c
-			continue
 		}
 		in.Configs = append(in.Configs, c)
 	}
