@@ -138,10 +138,14 @@ func Generate(in Input) (*Result, error) {
 	for i, c := range configs {
 		verdicts[i] = Verdict{Kind: kindAlertmanagerConfig, Namespace: c.Namespace, Name: c.Name, Generation: c.Generation, Accepted: true, UID: c.UID}
 		scoped := strategy == strategyOnNamespace || (strategy == strategyOnNamespaceExceptForAMNS && c.Namespace != am.Namespace)
-		p, err := convertConfig(newRefs(c.Namespace), c, scoped)
+		r := newRefs(c.Namespace)
+		p, err := convertConfig(r, c, scoped)
 		if err != nil {
 			verdicts[i].reject(err)
 			continue
+		}
+		if len(r.dropped) > 0 {
+			verdicts[i].Reason, verdicts[i].Message = ReasonFieldsDropped, droppedMessage(version, r.dropped)
 		}
 		pieces[i] = p
 	}
@@ -183,6 +187,10 @@ func Generate(in Input) (*Result, error) {
 	res.Config = out
 	res.Verdicts = verdicts
 	return res, nil
+}
+
+func droppedMessage(v workload.Version, dropped []string) string {
+	return fmt.Sprintf("Alertmanager %s does not know these fields; they are left out of its config: %s", v.Tag(), strings.Join(dropped, ", "))
 }
 
 // isGlobal says whether c is the AlertmanagerConfig am's spec.alertmanagerConfiguration
@@ -258,7 +266,8 @@ func globalDocument(in Input, newRefs func(ns string) *refs) (*yaml3.Node, map[s
 	if len(g.Spec.Route.Matchers) > 0 {
 		return fail(reject(ReasonInvalidRoute, "spec.route.matchers: the top route matches every alert and cannot have matchers"))
 	}
-	p, err := convertConfig(newRefs(g.Namespace), g, false)
+	gr := newRefs(g.Namespace)
+	p, err := convertConfig(gr, g, false)
 	if err != nil {
 		return fail(err)
 	}
@@ -298,6 +307,10 @@ func globalDocument(in Input, newRefs func(ns string) *refs) (*yaml3.Node, map[s
 		}
 		files[name] = []byte(v)
 		templates = append(templates, path.Join(alertmanager.ConfigDir, name))
+	}
+	// The base config has no verdict to name a dropped field in: it is refused instead.
+	if dropped := append(gr.dropped, r.dropped...); len(dropped) > 0 {
+		return fail(reject(ReasonUnsupportedVersion, "%s", droppedMessage(gr.version, dropped)))
 	}
 	doc = append(doc, yaml.MapItem{Key: "route", Value: p.route})
 	doc = append(doc, yaml.MapItem{Key: "receivers", Value: p.receivers})

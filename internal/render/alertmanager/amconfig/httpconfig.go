@@ -97,7 +97,7 @@ func (c *conv) httpParts(field string, p httpParts) *httpConfig {
 		}
 	}
 	// Alertmanager v0.25 added enable_http2.
-	c.since(0, 25, p.enableHTTP2 != nil, field+".enableHttp2")
+	drop(c, 0, 25, p.enableHTTP2 != nil, field+".enableHttp2", &out.EnableHTTP2)
 	if o := p.oauth2; o != nil {
 		f := field + ".oauth2"
 		out.OAuth2 = &oauth2{
@@ -137,9 +137,9 @@ func (c *conv) proxyConfig(field string, p monitoringv1.ProxyConfig) proxyConfig
 		out.ProxyConnectHeader[k] = vals
 	}
 	// prometheus/common v0.44 (Alertmanager v0.26) added these.
-	c.since(0, 26, p.NoProxy != nil, field+".noProxy")
-	c.since(0, 26, p.ProxyFromEnvironment != nil, field+".proxyFromEnvironment")
-	c.since(0, 26, len(p.ProxyConnectHeader) > 0, field+".proxyConnectHeader")
+	drop(c, 0, 26, p.NoProxy != nil, field+".noProxy", &out.NoProxy)
+	drop(c, 0, 26, p.ProxyFromEnvironment != nil, field+".proxyFromEnvironment", &out.ProxyFromEnvironment)
+	drop(c, 0, 26, len(p.ProxyConnectHeader) > 0, field+".proxyConnectHeader", &out.ProxyConnectHeader)
 	return out
 }
 
@@ -175,8 +175,8 @@ func (c *conv) tlsConfig(field string, t *monitoringv1.SafeTLSConfig) *tlsConfig
 		c.invalid("%s: %v", field, err)
 	}
 	// Alertmanager v0.25 added min_version and max_version.
-	c.since(0, 25, t.MinVersion != nil, field+".minVersion")
-	c.since(0, 25, t.MaxVersion != nil, field+".maxVersion")
+	drop(c, 0, 25, t.MinVersion != nil, field+".minVersion", &out.MinVersion)
+	drop(c, 0, 25, t.MaxVersion != nil, field+".maxVersion", &out.MaxVersion)
 	// Certificates and keys are written inline, which prometheus/common v0.44
 	// (Alertmanager v0.26) added.
 	c.since(0, 26, t.CA != (monitoringv1.SecretOrConfigMap{}), field+".ca")

@@ -24,9 +24,11 @@ import (
 // config is itself stored in a Secret.
 //
 // Every field of the API types is either converted or refused by name. Fields that
-// Alertmanager added after some release are refused (ReasonUnsupportedVersion) when the
-// Alertmanager runs an older one; the minimum versions come from Alertmanager's changelog
-// and from the prometheus/common version each release uses.
+// Alertmanager added after some release are dropped (drop, named in the verdict) when
+// the Alertmanager runs an older one; a receiver type, inline TLS material or a
+// templated URL it does not know is refused (ReasonUnsupportedVersion). The minimum
+// versions come from Alertmanager's changelog and from the prometheus/common version
+// each release uses.
 
 // receiver is one entry of `receivers:`. Name is set by the caller.
 type receiver struct {
@@ -70,11 +72,24 @@ func (c *conv) invalid(format string, args ...any) {
 	c.fail(ReasonInvalidReceiver, format, args...)
 }
 
-// since refuses field, when set, on Alertmanagers older than major.minor.
+// since refuses field, when set, on Alertmanagers older than major.minor: a whole
+// receiver type, or a value without which the receiver would not work as asked.
 func (c *conv) since(major, minor int, set bool, field string) {
 	if set && !c.r.version.AtLeast(major, minor) {
 		c.fail(ReasonUnsupportedVersion, "%s: requires Alertmanager v%d.%d.0 or later, the Alertmanager runs %s",
 			field, major, minor, c.r.version.Tag())
+	}
+}
+
+// drop leaves field out of the config (dst, the output field, is zeroed) when it is set
+// and Alertmanager added it after the release the Alertmanager runs: the existing
+// operator drops such a field with a warning and keeps the rest of the
+// AlertmanagerConfig; Lookout names it in the verdict.
+func drop[T any](c *conv, major, minor int, set bool, field string, dst *T) {
+	if set && !c.r.version.AtLeast(major, minor) {
+		var zero T
+		*dst = zero
+		c.r.dropped = append(c.r.dropped, fmt.Sprintf("%s (needs v%d.%d.0)", field, major, minor))
 	}
 }
 

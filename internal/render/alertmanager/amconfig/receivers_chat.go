@@ -174,9 +174,9 @@ func (c *conv) discord(f string, d *monitoringv1alpha1.DiscordConfig) *discordCo
 	if out.WebhookURL == "" {
 		c.invalid("%s.apiURL: the referenced value is empty (the Secret is optional and missing?)", f)
 	}
-	c.since(0, 28, d.Content != nil, f+".content")
-	c.since(0, 28, d.Username != nil, f+".username")
-	c.since(0, 28, d.AvatarURL != nil, f+".avatarURL")
+	drop(c, 0, 28, d.Content != nil, f+".content", &out.Content)
+	drop(c, 0, 28, d.Username != nil, f+".username", &out.Username)
+	drop(c, 0, 28, d.AvatarURL != nil, f+".avatarURL", &out.AvatarURL)
 	return out
 }
 
@@ -193,7 +193,7 @@ func (c *conv) msteams(f string, m *monitoringv1alpha1.MSTeamsConfig) *msteamsCo
 	if out.WebhookURL == "" {
 		c.invalid("%s.webhookUrl: the referenced value is empty (the Secret is optional and missing?)", f)
 	}
-	c.since(0, 27, m.Summary != nil, f+".summary")
+	drop(c, 0, 27, m.Summary != nil, f+".summary", &out.Summary)
 	return out
 }
 
@@ -293,9 +293,9 @@ func (c *conv) slack(f string, s *monitoringv1alpha1.SlackConfig) *slackConfig {
 	if deref(s.UpdateMessage) && out.APIURL != slackPostMessageURL {
 		c.invalid("%s.updateMessage: needs a bot token (httpConfig.authorization) and apiURL set to %s", f, slackPostMessageURL)
 	}
-	c.since(0, 30, s.Timeout != nil, f+".timeout")
-	c.since(0, 31, s.MessageText != nil, f+".messageText")
-	c.since(0, 32, s.UpdateMessage != nil, f+".updateMessage")
+	drop(c, 0, 30, s.Timeout != nil, f+".timeout", &out.Timeout)
+	drop(c, 0, 31, s.MessageText != nil, f+".messageText", &out.MessageText)
+	drop(c, 0, 32, s.UpdateMessage != nil, f+".updateMessage", &out.UpdateMessage)
 	return out
 }
 
@@ -324,8 +324,8 @@ func (c *conv) telegram(f string, t *monitoringv1alpha1.TelegramConfig) *telegra
 	if t.ParseMode != "" && !slices.Contains(telegramParseModes, t.ParseMode) {
 		c.invalid("%s.parseMode: %q is not one of %s", f, t.ParseMode, strings.Join(telegramParseModes, ", "))
 	}
-	c.since(0, 26, t.BotTokenFile != nil, f+".botTokenFile")
-	c.since(0, 28, t.MessageThreadID != nil, f+".messageThreadID")
+	drop(c, 0, 26, t.BotTokenFile != nil, f+".botTokenFile", &out.BotTokenFile)
+	drop(c, 0, 28, t.MessageThreadID != nil, f+".messageThreadID", &out.MessageThreadID)
 	return out
 }
 

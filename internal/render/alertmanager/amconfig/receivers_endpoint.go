@@ -109,8 +109,8 @@ func (c *conv) email(f string, e *monitoringv1alpha1.EmailConfig) *emailConfig {
 			}
 		}
 	}
-	c.since(0, 30, e.Threading != nil, f+".threading")
-	c.since(0, 31, e.ForceImplicitTLS != nil, f+".forceImplicitTLS")
+	drop(c, 0, 30, e.Threading != nil, f+".threading", &out.Threading)
+	drop(c, 0, 31, e.ForceImplicitTLS != nil, f+".forceImplicitTLS", &out.ForceImplicitTLS)
 	return out
 }
 
@@ -143,12 +143,12 @@ func (c *conv) sns(f string, s *monitoringv1alpha1.SNSConfig) *snsConfig {
 		if v.ExternalID != "" && v.RoleArn == "" {
 			c.invalid("%s.sigv4.externalId: can only be used with roleArn", f)
 		}
-		c.since(0, 34, v.ExternalID != "", f+".sigv4.externalId")
+		drop(c, 0, 34, v.ExternalID != "", f+".sigv4.externalId", &out.Sigv4.ExternalID)
 	}
 	if out.TopicARN == "" && out.PhoneNumber == "" && out.TargetARN == "" {
 		c.invalid("%s: one of topicARN, phoneNumber and targetARN must be set", f)
 	}
-	c.since(0, 33, s.UseAWSHTTPClient != nil, f+".useAWSHTTPClient")
+	drop(c, 0, 33, s.UseAWSHTTPClient != nil, f+".useAWSHTTPClient", &out.UseAWSHTTPClient)
 	return out
 }
 
@@ -175,8 +175,8 @@ func (c *conv) webhook(f string, w *monitoringv1alpha1.WebhookConfig) *webhookCo
 	if w.MaxAlerts < 0 {
 		c.invalid("%s.maxAlerts: must not be negative, got %d", f, w.MaxAlerts)
 	}
-	c.since(0, 28, w.Timeout != nil, f+".timeout")
-	c.since(0, 32, w.Payload != nil, f+".payload")
+	drop(c, 0, 28, w.Timeout != nil, f+".timeout", &out.Timeout)
+	drop(c, 0, 32, w.Payload != nil, f+".payload", &out.Payload)
 	return out
 }
 

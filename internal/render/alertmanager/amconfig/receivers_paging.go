@@ -155,7 +155,7 @@ func (c *conv) pagerDuty(f string, p *monitoringv1alpha1.PagerDutyConfig) *pager
 	if out.RoutingKey == "" && out.ServiceKey == "" {
 		c.invalid("%s: one of routingKey and serviceKey must be set (to a non-empty value)", f)
 	}
-	c.since(0, 30, p.Timeout != nil, f+".timeout")
+	drop(c, 0, 30, p.Timeout != nil, f+".timeout", &out.Timeout)
 	return out
 }
 
@@ -198,10 +198,10 @@ func (c *conv) pushover(f string, p *monitoringv1alpha1.PushoverConfig) *pushove
 	if deref(p.HTML) && deref(p.Monospace) {
 		c.invalid("%s: html and monospace are mutually exclusive", f)
 	}
-	c.since(0, 26, p.UserKeyFile != nil, f+".userKeyFile")
-	c.since(0, 26, p.TokenFile != nil, f+".tokenFile")
-	c.since(0, 26, p.Device != nil, f+".device")
-	c.since(0, 29, p.Monospace != nil, f+".monospace")
+	drop(c, 0, 26, p.UserKeyFile != nil, f+".userKeyFile", &out.UserKeyFile)
+	drop(c, 0, 26, p.TokenFile != nil, f+".tokenFile", &out.TokenFile)
+	drop(c, 0, 26, p.Device != nil, f+".device", &out.Device)
+	drop(c, 0, 29, p.Monospace != nil, f+".monospace", &out.Monospace)
 	return out
 }
 

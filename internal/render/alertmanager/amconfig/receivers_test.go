@@ -324,43 +324,19 @@ func TestReceiverValidation(t *testing.T) {
 		reason  string
 		field   string
 	}{
-		// Fields newer than the default Alertmanager, v0.31.1.
-		{"slack updateMessage", amDefault, monitoringv1alpha1.Receiver{SlackConfigs: []monitoringv1alpha1.SlackConfig{{
-			APIURL: selp("slack", "bot-url"), UpdateMessage: ptrTo(true)}}},
-			ReasonUnsupportedVersion, "spec.receivers[0].slackConfigs[0].updateMessage: requires Alertmanager v0.32.0 or later, the Alertmanager runs v0.31.1"},
-		{"webhook payload", amDefault, monitoringv1alpha1.Receiver{WebhookConfigs: []monitoringv1alpha1.WebhookConfig{{
-			URL: ptrTo("https://example.com"), Payload: ptrTo("{}")}}},
-			ReasonUnsupportedVersion, "webhookConfigs[0].payload: requires Alertmanager v0.32.0"},
-		{"sns useAWSHTTPClient", amDefault, monitoringv1alpha1.Receiver{SNSConfigs: []monitoringv1alpha1.SNSConfig{{
-			TopicARN: ptrTo("arn"), UseAWSHTTPClient: ptrTo(false)}}},
-			ReasonUnsupportedVersion, "snsConfigs[0].useAWSHTTPClient: requires Alertmanager v0.33.0"},
-		{"sigv4 externalId", amDefault, monitoringv1alpha1.Receiver{SNSConfigs: []monitoringv1alpha1.SNSConfig{{
-			TopicARN: ptrTo("arn"), Sigv4: &monitoringv1.Sigv4{RoleArn: "arn:role", ExternalID: "x"}}}},
-			ReasonUnsupportedVersion, "snsConfigs[0].sigv4.externalId: requires Alertmanager v0.34.0"},
-		// Older Alertmanagers.
+		// Older Alertmanagers: a receiver type, inline TLS material or a templated URL
+		// they do not know is refused.
 		{"msteamsv2", workload.Version{Minor: 27}, monitoringv1alpha1.Receiver{MSTeamsV2Configs: []monitoringv1alpha1.MSTeamsV2Config{{
 			WebhookURL: selp("msteamsv2", "url")}}},
 			ReasonUnsupportedVersion, "msteamsv2Configs[0]: requires Alertmanager v0.28.0"},
 		{"rocketchat", workload.Version{Minor: 27}, monitoringv1alpha1.Receiver{RocketChatConfigs: []monitoringv1alpha1.RocketChatConfig{{}}},
 			ReasonUnsupportedVersion, "rocketchatConfigs[0]: requires Alertmanager v0.28.0"},
-		{"telegram messageThreadID", workload.Version{Minor: 27}, monitoringv1alpha1.Receiver{TelegramConfigs: []monitoringv1alpha1.TelegramConfig{{
-			ChatID: 1, BotToken: selp("telegram", "token"), MessageThreadID: ptrTo(int64(2))}}},
-			ReasonUnsupportedVersion, "telegramConfigs[0].messageThreadID: requires Alertmanager v0.28.0"},
-		{"discord content", workload.Version{Minor: 27}, monitoringv1alpha1.Receiver{DiscordConfigs: []monitoringv1alpha1.DiscordConfig{{
-			APIURL: sel("discord", "url"), Content: ptrTo("x")}}},
-			ReasonUnsupportedVersion, "discordConfigs[0].content: requires Alertmanager v0.28.0"},
-		{"pagerduty timeout", workload.Version{Minor: 29}, monitoringv1alpha1.Receiver{PagerDutyConfigs: []monitoringv1alpha1.PagerDutyConfig{{
-			RoutingKey: selp("pagerduty", "routing"), Timeout: dur("10s")}}},
-			ReasonUnsupportedVersion, "pagerdutyConfigs[0].timeout: requires Alertmanager v0.30.0"},
 		{"templated webhook URL", workload.Version{Minor: 30}, monitoringv1alpha1.Receiver{WebhookConfigs: []monitoringv1alpha1.WebhookConfig{{
 			URL: ptrTo("https://example.com/{{ .Receiver }}")}}},
 			ReasonUnsupportedVersion, "webhookConfigs[0].url (a templated URL): requires Alertmanager v0.31.0"},
 		{"inline TLS CA", workload.Version{Minor: 25}, monitoringv1alpha1.Receiver{WebhookConfigs: []monitoringv1alpha1.WebhookConfig{{
 			URL: ptrTo("https://example.com"), HTTPConfig: &monitoringv1alpha1.HTTPConfig{TLSConfig: &monitoringv1.SafeTLSConfig{CA: monitoringv1.SecretOrConfigMap{Secret: selp("tls", "ca")}}}}}},
 			ReasonUnsupportedVersion, "webhookConfigs[0].httpConfig.tlsConfig.ca: requires Alertmanager v0.26.0"},
-		{"noProxy", workload.Version{Minor: 25}, monitoringv1alpha1.Receiver{WebhookConfigs: []monitoringv1alpha1.WebhookConfig{{
-			URL: ptrTo("https://example.com"), HTTPConfig: &monitoringv1alpha1.HTTPConfig{ProxyConfig: monitoringv1.ProxyConfig{ProxyURL: ptrTo("http://p:1"), NoProxy: ptrTo("x")}}}}},
-			ReasonUnsupportedVersion, "webhookConfigs[0].httpConfig.noProxy: requires Alertmanager v0.26.0"},
 
 		// Invalid values.
 		{"slack action without name or url", amLatest, monitoringv1alpha1.Receiver{SlackConfigs: []monitoringv1alpha1.SlackConfig{{
@@ -422,4 +398,71 @@ func TestReceiverValidation(t *testing.T) {
 			wantRejection(t, err, tc.reason, tc.field)
 		})
 	}
+}
+
+// A field newer than the Alertmanager's release is left out, as the existing operator
+// does, and named; the rest of the receiver converts.
+func TestFieldsTooNewForTheAlertmanagerAreDroppedAndNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version workload.Version
+		rc      monitoringv1alpha1.Receiver
+		field   string
+	}{
+		{"slack updateMessage", amDefault, monitoringv1alpha1.Receiver{SlackConfigs: []monitoringv1alpha1.SlackConfig{{
+			APIURL: selp("slack", "bot-url"), UpdateMessage: ptrTo(true)}}},
+			"spec.receivers[0].slackConfigs[0].updateMessage: requires Alertmanager v0.32.0 or later, the Alertmanager runs v0.31.1"},
+		{"webhook payload", amDefault, monitoringv1alpha1.Receiver{WebhookConfigs: []monitoringv1alpha1.WebhookConfig{{
+			URL: ptrTo("https://example.com"), Payload: ptrTo("{}")}}},
+			"webhookConfigs[0].payload: requires Alertmanager v0.32.0"},
+		{"sns useAWSHTTPClient", amDefault, monitoringv1alpha1.Receiver{SNSConfigs: []monitoringv1alpha1.SNSConfig{{
+			TopicARN: ptrTo("arn"), UseAWSHTTPClient: ptrTo(false)}}},
+			"snsConfigs[0].useAWSHTTPClient: requires Alertmanager v0.33.0"},
+		{"sigv4 externalId", amDefault, monitoringv1alpha1.Receiver{SNSConfigs: []monitoringv1alpha1.SNSConfig{{
+			TopicARN: ptrTo("arn"), Sigv4: &monitoringv1.Sigv4{RoleArn: "arn:role", ExternalID: "x"}}}},
+			"snsConfigs[0].sigv4.externalId: requires Alertmanager v0.34.0"},
+		{"telegram messageThreadID", workload.Version{Minor: 27}, monitoringv1alpha1.Receiver{TelegramConfigs: []monitoringv1alpha1.TelegramConfig{{
+			ChatID: 1, BotToken: selp("telegram", "token"), MessageThreadID: ptrTo(int64(2))}}},
+			"telegramConfigs[0].messageThreadID: requires Alertmanager v0.28.0"},
+		{"discord content", workload.Version{Minor: 27}, monitoringv1alpha1.Receiver{DiscordConfigs: []monitoringv1alpha1.DiscordConfig{{
+			APIURL: sel("discord", "url"), Content: ptrTo("x")}}},
+			"discordConfigs[0].content: requires Alertmanager v0.28.0"},
+		{"pagerduty timeout", workload.Version{Minor: 29}, monitoringv1alpha1.Receiver{PagerDutyConfigs: []monitoringv1alpha1.PagerDutyConfig{{
+			RoutingKey: selp("pagerduty", "routing"), Timeout: dur("10s")}}},
+			"pagerdutyConfigs[0].timeout: requires Alertmanager v0.30.0"},
+		{"noProxy", workload.Version{Minor: 25}, monitoringv1alpha1.Receiver{WebhookConfigs: []monitoringv1alpha1.WebhookConfig{{
+			URL: ptrTo("https://example.com"), HTTPConfig: &monitoringv1alpha1.HTTPConfig{ProxyConfig: monitoringv1.ProxyConfig{ProxyURL: ptrTo("http://p:1"), NoProxy: ptrTo("x")}}}}},
+			"webhookConfigs[0].httpConfig.noProxy: requires Alertmanager v0.26.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testRefs(tc.version)
+			out, err := convertReceiver(r, "spec.receivers[0]", &tc.rc)
+			if err != nil {
+				t.Fatalf("convertReceiver: %v, want the field dropped", err)
+			}
+			field, _, _ := strings.Cut(tc.field, ": requires")
+			if len(r.dropped) != 1 || !strings.Contains(r.dropped[0], field) {
+				t.Errorf("dropped %q, want %s", r.dropped, field)
+			}
+			out.Name = "x"
+			raw, err := yaml.Marshal(document(&globalConfig{SlackAPIURL: "https://hooks.slack.com/services/G/G/G"}, out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := amcfg.Load(string(raw)); err != nil {
+				t.Errorf("Alertmanager refuses what is left: %v\n%s", err, raw)
+			}
+			for _, key := range []string{"update_message", "payload", "use_aws_http_client", "external_id", "message_thread_id", "content", "timeout", "no_proxy"} {
+				if strings.Contains(tc.field, droppedKey(key)) && strings.Contains(string(raw), key+":") {
+					t.Errorf("%s is still written:\n%s", key, raw)
+				}
+			}
+		})
+	}
+}
+
+// droppedKey is the API field name of a config key, for the test above.
+func droppedKey(key string) string {
+	return map[string]string{"update_message": "updateMessage", "payload": "payload", "use_aws_http_client": "useAWSHTTPClient",
+		"external_id": "externalId", "message_thread_id": "messageThreadID", "content": "content", "timeout": "timeout", "no_proxy": "noProxy"}[key]
 }
