@@ -3,12 +3,14 @@ package alertmanager
 import (
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/alecthomas/units"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lookout-operator/lookout/internal/render/workload"
@@ -20,6 +22,7 @@ const (
 	configOutDir      = "/etc/alertmanager/config_out"
 	configEnvsubstOut = configOutDir + "/alertmanager.env.yaml"
 	webConfigDir      = "/etc/alertmanager/web_config"
+	webTLSDir         = "/etc/alertmanager/web_tls"
 	secretsDir        = "/etc/alertmanager/secrets"
 	configMapsDir     = "/etc/alertmanager/configmaps"
 	storageDir        = "/alertmanager"
@@ -27,6 +30,7 @@ const (
 	volConfig    = "config-volume"
 	volConfigOut = "config-out"
 	volWebConfig = "web-config"
+	volWebTLS    = "web-tls"
 
 	containerAlertmanager = "alertmanager"
 
@@ -66,7 +70,9 @@ func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error
 	if err != nil {
 		return corev1.PodSpec{}, err
 	}
-	spec.AutomountServiceAccountToken = workload.Ptr(true)
+	// The reloader reads the generated config through the API with the pod's token; a
+	// user who turns the token off gets a reloader that reads the mounted Secret.
+	spec.AutomountServiceAccountToken = workload.Ptr(automountToken(am))
 	workload.HostNetwork(&spec, s.HostNetwork)
 	return spec, nil
 }
@@ -74,6 +80,11 @@ func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error
 func volumes(am *monitoringv1.Alertmanager) []corev1.Volume {
 	vols := workload.ConfigVolumes(volConfig, ConfigSecretName(am.Name), WebConfigSecretName(am.Name), dataVolumeName(am), am.Spec.Storage)
 	vols = append(vols, workload.UserVolumes(am.Spec.Secrets, am.Spec.ConfigMaps)...)
+	if t := webTLS(am); t != nil {
+		if v := workload.WebTLSVolume(volWebTLS, t); v != nil {
+			vols = append(vols, *v)
+		}
+	}
 	return append(vols, am.Spec.Volumes...)
 }
 
@@ -93,19 +104,25 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager) corev1.Container {
 		{Name: volWebConfig, MountPath: webConfigDir, ReadOnly: true},
 	}
 	mounts = append(mounts, workload.UserMounts(am.Spec.Secrets, am.Spec.ConfigMaps, secretsDir, configMapsDir)...)
-	mounts = append(mounts, am.Spec.VolumeMounts...)
-	ports := []corev1.ContainerPort{{Name: webPortName, ContainerPort: webPort, Protocol: corev1.ProtocolTCP}}
-	if clustered(am) {
-		ports = append(ports,
-			corev1.ContainerPort{Name: "mesh-tcp", ContainerPort: meshPort, Protocol: corev1.ProtocolTCP},
-			corev1.ContainerPort{Name: "mesh-udp", ContainerPort: meshPort, Protocol: corev1.ProtocolUDP})
+	if t := webTLS(am); t != nil && workload.WebTLSVolume(volWebTLS, t) != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: volWebTLS, MountPath: webTLSDir, ReadOnly: true})
 	}
-	probe := func(endpoint string, failures int32) *corev1.Probe {
+	mounts = append(mounts, am.Spec.VolumeMounts...)
+	// The mesh ports are declared whether or not the replicas gossip, as the existing
+	// operator does (the governing Service names them).
+	ports := []corev1.ContainerPort{
+		{Name: PortName(am), ContainerPort: webPort, Protocol: corev1.ProtocolTCP},
+		{Name: "mesh-tcp", ContainerPort: meshPort, Protocol: corev1.ProtocolTCP},
+		{Name: "mesh-udp", ContainerPort: meshPort, Protocol: corev1.ProtocolUDP},
+	}
+	// The existing operator's probes: a replica is checked for readiness often from
+	// its start, and given ten failures either way.
+	probe := func(endpoint string, initialDelay, period int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-				Path: path.Join(routePrefix(am), endpoint), Port: intstr.FromString(webPortName), Scheme: corev1.URISchemeHTTP,
+				Path: path.Join(routePrefix(am), endpoint), Port: intstr.FromString(PortName(am)), Scheme: webScheme(am),
 			}},
-			PeriodSeconds: 10, TimeoutSeconds: 3, FailureThreshold: failures,
+			InitialDelaySeconds: initialDelay, PeriodSeconds: period, TimeoutSeconds: 3, FailureThreshold: 10,
 		}
 	}
 	c := corev1.Container{
@@ -115,15 +132,15 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager) corev1.Container {
 		Args:                     workload.Args(generatedArgs(am), am.Spec.AdditionalArgs),
 		Env:                      env(am),
 		Ports:                    ports,
-		Resources:                *am.Spec.Resources.DeepCopy(),
+		Resources:                resources(am),
 		VolumeMounts:             mounts,
-		ReadinessProbe:           probe("/-/ready", 10),
+		ReadinessProbe:           probe("/-/ready", 3, 5),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          workload.ContainerSecurityContext(),
 	}
 	if !am.Spec.ListenLocal {
 		// Listening on localhost only, the kubelet cannot probe the pod.
-		c.LivenessProbe = probe("/-/healthy", 10)
+		c.LivenessProbe = probe("/-/healthy", 0, 10)
 	} else {
 		c.ReadinessProbe = nil
 	}
@@ -140,6 +157,24 @@ func env(am *monitoringv1.Alertmanager) []corev1.EnvVar {
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}})
 	}
 	return e
+}
+
+// defaultMemoryRequest is requested when spec.resources sets no memory request, as the
+// existing operator does: the pods are not BestEffort, evicted first. With a memory
+// limit and no request the apiserver requests the limit (a default above a lower limit
+// would be refused).
+var defaultMemoryRequest = resource.MustParse("200Mi")
+
+func resources(am *monitoringv1.Alertmanager) corev1.ResourceRequirements {
+	r := *am.Spec.Resources.DeepCopy()
+	_, limited := r.Limits[corev1.ResourceMemory]
+	if _, ok := r.Requests[corev1.ResourceMemory]; !ok && !limited {
+		if r.Requests == nil {
+			r.Requests = corev1.ResourceList{}
+		}
+		r.Requests[corev1.ResourceMemory] = defaultMemoryRequest
+	}
+	return r
 }
 
 // dataSubPath keeps the existing operator's layout: with spec.storage set, the data
@@ -295,16 +330,74 @@ func reloader(am *monitoringv1.Alertmanager, opts Options) workload.Reloader {
 		PullPolicy:   am.Spec.ImagePullPolicy,
 		ConfigFile:   configDir + "/" + ConfigSecretKey,
 		OutputFile:   configEnvsubstOut,
-		ReloadURL:    "http://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(am), "/-/reload"),
-		ConfigSecret: am.Namespace + "/" + ConfigSecretName(am.Name),
-		// Template files arrive through the kubelet's sync of the Secret volume: reload
-		// when they change too.
-		SidecarArgs: []string{"--watched-dir=" + configDir},
+		ReloadURL:    strings.ToLower(string(webScheme(am))) + "://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(am), "/-/reload"),
+		ConfigSecret: configSecretRef(am),
+		// With web TLS the loopback reload request is not verified: the certificate names
+		// the Service, not 127.0.0.1, and the request never leaves the pod.
+		Args: reloaderTLSArgs(am),
+		// Template files arrive through the kubelet's sync of the Secret volume, and the
+		// config may read files of spec.secrets and spec.configMaps: reload when any of
+		// them changes too.
+		SidecarArgs:   watchedDirs(am),
+		SidecarMounts: workload.UserMounts(am.Spec.Secrets, am.Spec.ConfigMaps, secretsDir, configMapsDir),
 		Mounts: []corev1.VolumeMount{
 			{Name: volConfig, MountPath: configDir, ReadOnly: true},
 			{Name: volConfigOut, MountPath: configOutDir},
 		},
 	}
+}
+
+// PortName is the name of the web port: spec.portName, else "web" (kube-prometheus-stack
+// sets "http-web"). The container port, the probes and the governing Service use it.
+func PortName(am *monitoringv1.Alertmanager) string {
+	if am.Spec.PortName != "" {
+		return am.Spec.PortName
+	}
+	return webPortName
+}
+
+// webTLS is spec.web.tlsConfig, nil when Alertmanager serves plain HTTP.
+func webTLS(am *monitoringv1.Alertmanager) *monitoringv1.WebTLSConfig {
+	if am.Spec.Web == nil {
+		return nil
+	}
+	return am.Spec.Web.TLSConfig
+}
+
+// webScheme is how the kubelet and the reloader talk to the web server.
+func webScheme(am *monitoringv1.Alertmanager) corev1.URIScheme {
+	if webTLS(am) != nil {
+		return corev1.URISchemeHTTPS
+	}
+	return corev1.URISchemeHTTP
+}
+
+func watchedDirs(am *monitoringv1.Alertmanager) []string {
+	args := []string{"--watched-dir=" + configDir}
+	for _, m := range workload.UserMounts(am.Spec.Secrets, am.Spec.ConfigMaps, secretsDir, configMapsDir) {
+		args = append(args, "--watched-dir="+m.MountPath)
+	}
+	return args
+}
+
+func reloaderTLSArgs(am *monitoringv1.Alertmanager) []string {
+	if webTLS(am) != nil {
+		return []string{"--reload-insecure-skip-verify"}
+	}
+	return nil
+}
+
+func automountToken(am *monitoringv1.Alertmanager) bool {
+	return am.Spec.AutomountServiceAccountToken == nil || *am.Spec.AutomountServiceAccountToken
+}
+
+// configSecretRef is the Secret the reloader watches through the API; "" (read the
+// mounted file) when the pods have no token.
+func configSecretRef(am *monitoringv1.Alertmanager) string {
+	if !automountToken(am) {
+		return ""
+	}
+	return am.Namespace + "/" + ConfigSecretName(am.Name)
 }
 
 func joinComma(s []string) string {

@@ -126,3 +126,94 @@ func TestInfoAndLogfmtAreLeftToAlertmanagersDefaults(t *testing.T) {
 		t.Errorf("info/logfmt: want no log flags, got %v", args)
 	}
 }
+
+func TestWebTLSIsServedAndProbedOverHTTPS(t *testing.T) {
+	am := newAlertmanager(func(am *monitoringv1.Alertmanager) {
+		am.Spec.Web = &monitoringv1.AlertmanagerWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{
+			Cert:      monitoringv1.SecretOrConfigMap{Secret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "am-tls"}, Key: "tls.crt"}},
+			KeySecret: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "am-tls"}, Key: "tls.key"},
+		}}}
+	})
+	objs, err := Objects(am, options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var web string
+	for _, o := range objs {
+		if s, ok := o.(*corev1.Secret); ok && s.Name == WebConfigSecretName("main") {
+			web = string(s.Data[WebConfigSecretKey])
+		}
+	}
+	if !strings.Contains(web, "cert_file: /etc/alertmanager/web_tls/secret_am-tls_tls.crt") || !strings.Contains(web, "key_file: /etc/alertmanager/web_tls/secret_am-tls_tls.key") {
+		t.Errorf("web config serves no TLS from the projected files:\n%s", web)
+	}
+	spec, err := podSpec(am, options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := spec.Containers[0]
+	if c.ReadinessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS || c.LivenessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("probes: %v, %v, want HTTPS", c.ReadinessProbe.HTTPGet.Scheme, c.LivenessProbe.HTTPGet.Scheme)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == webTLSDir }) ||
+		!slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == volWebTLS && v.Projected != nil }) {
+		t.Errorf("the certificate is not mounted: %v", c.VolumeMounts)
+	}
+	reloader := spec.Containers[1].Args
+	if !slices.Contains(reloader, "--reload-url=https://127.0.0.1:9093/-/reload") || !slices.Contains(reloader, "--reload-insecure-skip-verify") {
+		t.Errorf("the reloader does not reload over HTTPS: %v", reloader)
+	}
+}
+
+func TestWithoutAServiceAccountTokenTheReloaderReadsTheMountedConfig(t *testing.T) {
+	spec, err := podSpec(newAlertmanager(func(am *monitoringv1.Alertmanager) { am.Spec.AutomountServiceAccountToken = ptr.To(false) }), options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *spec.AutomountServiceAccountToken {
+		t.Error("automountServiceAccountToken: false is not honoured")
+	}
+	for _, c := range append(spec.InitContainers, spec.Containers[1]) {
+		if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--config-secret") }) ||
+			!slices.Contains(c.Args, "--config-file=/etc/alertmanager/config/alertmanager.yaml.gz") {
+			t.Errorf("%s reads the Secret through the API, with no token: %v", c.Name, c.Args)
+		}
+	}
+}
+
+// Empty spec.serviceAccountName runs the pods as the namespace's default account,
+// whose pull secrets and cloud identity annotations keep working.
+func TestAnEmptyServiceAccountNameRunsAsDefault(t *testing.T) {
+	spec, err := podSpec(newAlertmanager(), options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.ServiceAccountName != "default" {
+		t.Errorf("serviceAccountName %q, want default", spec.ServiceAccountName)
+	}
+}
+
+func TestTheReloaderWatchesTheUsersSecretsAndConfigMaps(t *testing.T) {
+	am := newAlertmanager(func(am *monitoringv1.Alertmanager) {
+		am.Spec.Secrets, am.Spec.ConfigMaps = []string{"smtp-tls"}, []string{"am-templates"}
+	})
+	spec, err := podSpec(am, options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecar := spec.Containers[1]
+	for _, dir := range []string{"/etc/alertmanager/secrets/smtp-tls", "/etc/alertmanager/configmaps/am-templates"} {
+		if !slices.Contains(sidecar.Args, "--watched-dir="+dir) || !slices.ContainsFunc(sidecar.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == dir }) {
+			t.Errorf("the reloader does not watch %s: args %v", dir, sidecar.Args)
+		}
+	}
+}
+
+func TestAPortNameThatCannotNameAPortIsRefused(t *testing.T) {
+	for _, n := range []string{"Web_Port", "tcp-mesh"} {
+		err := Validate(newAlertmanager(func(am *monitoringv1.Alertmanager) { am.Spec.PortName = n }))
+		if se, ok := err.(*workload.SpecError); !ok || se.Field != "spec.portName" {
+			t.Errorf("portName %q: Validate = %v, want an error on spec.portName", n, err)
+		}
+	}
+}
