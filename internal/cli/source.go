@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -124,10 +125,29 @@ func typed(u *unstructured.Unstructured) (client.Object, error) {
 		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
 	}
 	co := obj.(client.Object)
+	if s, ok := co.(*corev1.Secret); ok {
+		applyStringData(s)
+	}
 	if co.GetNamespace() == "" && namespaced(gvk.Kind) {
 		co.SetNamespace("default")
 	}
 	return co, nil
+}
+
+// applyStringData does what the apiserver does on a write: each key of stringData
+// goes into data, over a key of the same name there (kube-prometheus writes its
+// alertmanager-main Secret with stringData).
+func applyStringData(s *corev1.Secret) {
+	if len(s.StringData) == 0 {
+		return
+	}
+	if s.Data == nil {
+		s.Data = make(map[string][]byte, len(s.StringData))
+	}
+	for k, v := range s.StringData {
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
 }
 
 func namespaced(kind string) bool {

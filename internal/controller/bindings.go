@@ -470,8 +470,13 @@ func bindingFor(p client.Object, v verdict, list []monitoringv1.WorkloadBinding,
 		ObservedGeneration: v.Generation,
 		LastTransitionTime: metav1.Now(),
 	}
-	if !v.Accepted {
+	switch {
+	case !v.Accepted:
 		cond.Status, cond.Reason, cond.Message = monitoringv1.ConditionFalse, v.Reason, v.Message
+	case v.Reason != "":
+		// Accepted with a warning (an AlertmanagerConfig field the Alertmanager's
+		// release does not know, left out).
+		cond.Reason, cond.Message = v.Reason, v.Message
 	}
 	if idx >= 0 {
 		for _, c := range list[idx].Conditions {

@@ -660,22 +660,24 @@ func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind s
 	// Only rejections make Events worth comparing with: a rejection that is
 	// new or different, and an acceptance after a rejection. Accepted is the
 	// normal case and stays quiet. So only the last rejections are indexed.
+	// An acceptance with a warning (a Reason) counts as a rejection here.
+	notable := func(v scrape.Verdict) bool { return !v.Accepted || v.Reason != "" }
 	rejected := map[objectKey]scrape.Verdict{}
 	for _, v := range prev {
-		if !v.Accepted {
+		if notable(v) {
 			rejected[verdictKey(v.Kind, v.Namespace, v.Name)] = v
 		}
 	}
 	var due []scrape.Verdict
 	for _, v := range verdicts {
-		if v.Accepted && len(rejected) == 0 {
+		if !notable(v) && len(rejected) == 0 {
 			continue
 		}
 		old, wasRejected := rejected[verdictKey(v.Kind, v.Namespace, v.Name)]
-		if v.Accepted && !wasRejected {
+		if !notable(v) && !wasRejected {
 			continue // accepted before too, or new
 		}
-		if !v.Accepted && wasRejected && old.Reason == v.Reason && old.Message == v.Message {
+		if notable(v) && wasRejected && old.Accepted == v.Accepted && old.Reason == v.Reason && old.Message == v.Message {
 			continue // the same rejection as before
 		}
 		due = append(due, v)
@@ -691,6 +693,11 @@ func reportVerdicts(rec recorder.EventRecorder, owner client.Object, ownerKind s
 	for i, v := range due {
 		obj := found[keys[i]]
 		if obj == nil {
+			continue
+		}
+		if v.Accepted && v.Reason != "" {
+			rec.Eventf(obj, owner, corev1.EventTypeWarning, v.Reason, "Select",
+				"Accepted by %s %s/%s with a warning: %s", ownerKind, owner.GetNamespace(), owner.GetName(), v.Message)
 			continue
 		}
 		if v.Accepted {

@@ -49,4 +49,10 @@ func TestVerdictEventsOnlyWhenARejectionAppearsChangesOrEnds(t *testing.T) {
 	step("another reason", []scrape.Verdict{v("a", true, ""), v("b", false, "SecretNotFound"), v("c", true, "")}, "b SecretNotFound")
 	step("accepted again, and an accepted one rejected",
 		[]scrape.Verdict{v("a", false, "InvalidPort"), v("b", true, ""), v("c", true, "")}, "a InvalidPort", "b "+ReasonAccepted)
+	step("accepted with a warning (a field dropped): a Warning once",
+		[]scrape.Verdict{v("a", true, "FieldsDroppedForVersion"), v("b", true, ""), v("c", true, "")}, "a FieldsDroppedForVersion")
+	step("the same warning again, quiet",
+		[]scrape.Verdict{v("a", true, "FieldsDroppedForVersion"), v("b", true, ""), v("c", true, "")})
+	step("the warning gone: accepted",
+		[]scrape.Verdict{v("a", true, ""), v("b", true, ""), v("c", true, "")}, "a "+ReasonAccepted)
 }

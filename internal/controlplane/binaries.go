@@ -31,6 +31,10 @@ const (
 	ThanosVersion = "v0.41.0"
 )
 
+// AlertmanagerOldVersion is the older Alertmanager the end-to-end tests start with
+// the flags Lookout generates for that version (kube-prometheus releases pinned it).
+const AlertmanagerOldVersion = "v0.28.1"
+
 // Tool describes one binary that is built from a tools module.
 type Tool struct {
 	Name     string // binary name
@@ -64,6 +68,10 @@ var (
 	Alertmanager = Tool{Name: "alertmanager", Module: "alertmanager", Version: AlertmanagerVersion,
 		Package: "github.com/prometheus/alertmanager/cmd/alertmanager", Estimate: "3 min",
 		LDFlags: "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(AlertmanagerVersion, "v")}
+	// AlertmanagerOld is the Alertmanager of AlertmanagerOldVersion, from its own tools module.
+	AlertmanagerOld = Tool{Name: "alertmanager", Module: "alertmanager-v0.28", Version: AlertmanagerOldVersion,
+		Package: "github.com/prometheus/alertmanager/cmd/alertmanager", Estimate: "3 min",
+		LDFlags: "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(AlertmanagerOldVersion, "v")}
 	Amtool = Tool{Name: "amtool", Module: "alertmanager", Version: AlertmanagerVersion,
 		Package: "github.com/prometheus/alertmanager/cmd/amtool", Estimate: "1 min",
 		LDFlags: "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(AlertmanagerVersion, "v")}
@@ -84,8 +92,9 @@ var (
 // ControlPlaneTools are the binaries Start needs.
 var ControlPlaneTools = []Tool{Etcd, KubeAPIServer, KubeControllerManager, Kubectl}
 
-// AlertmanagerTools are the Alertmanager server and its command-line client.
-var AlertmanagerTools = []Tool{Alertmanager, Amtool}
+// AlertmanagerTools are the Alertmanager server, its command-line client and the
+// older Alertmanager of the version-gating tests.
+var AlertmanagerTools = []Tool{Alertmanager, Amtool, AlertmanagerOld}
 
 // CacheDir is where built binaries live: $LOOKOUT_CACHE, else
 // $XDG_CACHE_HOME/lookout, else ~/.cache/lookout.

@@ -41,7 +41,7 @@ func Objects(am *monitoringv1.Alertmanager, opts Options) ([]Object, error) {
 	if opts.ReloaderImage == "" {
 		return nil, errors.New("render Alertmanager " + am.Namespace + "/" + am.Name + ": no reloader image given")
 	}
-	web, err := workload.WebConfigFile(webFields(am))
+	web, err := workload.WebConfigFileTLS(webFields(am), webTLSDir)
 	if err != nil {
 		return nil, fmt.Errorf("render Alertmanager %s/%s: %w", am.Namespace, am.Name, err)
 	}
@@ -140,7 +140,7 @@ func governingService(am *monitoringv1.Alertmanager) *corev1.Service {
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
 			Ports: []corev1.ServicePort{
-				{Name: webPortName, Port: webPort, TargetPort: intstr.FromString(webPortName), Protocol: corev1.ProtocolTCP},
+				{Name: PortName(am), Port: webPort, TargetPort: intstr.FromString(PortName(am)), Protocol: corev1.ProtocolTCP},
 				{Name: meshTCPPortName, Port: meshPort, TargetPort: intstr.FromInt32(meshPort), Protocol: corev1.ProtocolTCP},
 				{Name: meshUDPPortName, Port: meshPort, TargetPort: intstr.FromInt32(meshPort), Protocol: corev1.ProtocolUDP},
 			},

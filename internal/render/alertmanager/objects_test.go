@@ -169,16 +169,10 @@ func TestEveryAlertmanagerSpecFieldIsHonouredOrRefused(t *testing.T) {
 		"AlertmanagerConfigNamespaceSelector", "AlertmanagerConfigMatcherStrategy", "MinReadySeconds", "HostAliases",
 		"HostNetwork", "Limits", "AlertmanagerConfiguration", "EnableFeatures", "AdditionalArgs",
 		"TerminationGracePeriodSeconds", "HostUsers",
-		// Honoured for the values that work; the others are refused below.
 		"Web", "PortName", "AutomountServiceAccountToken",
 	}
 	refused := map[string]func(*monitoringv1.Alertmanager){
 		"spec.clusterTLS": func(am *monitoringv1.Alertmanager) { am.Spec.ClusterTLS = &monitoringv1.ClusterTLSConfig{} },
-		"spec.web.tlsConfig": func(am *monitoringv1.Alertmanager) {
-			am.Spec.Web = &monitoringv1.AlertmanagerWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{}}}
-		},
-		"spec.portName":                     func(am *monitoringv1.Alertmanager) { am.Spec.PortName = "http" },
-		"spec.automountServiceAccountToken": func(am *monitoringv1.Alertmanager) { am.Spec.AutomountServiceAccountToken = ptr.To(false) },
 	}
 	for _, f := range workload.Unclassified(reflect.TypeFor[monitoringv1.AlertmanagerSpec](), honoured, slices.Collect(maps.Keys(refused))) {
 		t.Errorf("AlertmanagerSpec.%s is neither honoured nor refused: classify it", f)

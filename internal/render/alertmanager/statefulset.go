@@ -3,12 +3,14 @@ package alertmanager
 import (
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/alecthomas/units"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lookout-operator/lookout/internal/render/workload"
@@ -20,6 +22,7 @@ const (
 	configOutDir      = "/etc/alertmanager/config_out"
 	configEnvsubstOut = configOutDir + "/alertmanager.env.yaml"
 	webConfigDir      = "/etc/alertmanager/web_config"
+	webTLSDir         = "/etc/alertmanager/web_tls"
 	secretsDir        = "/etc/alertmanager/secrets"
 	configMapsDir     = "/etc/alertmanager/configmaps"
 	storageDir        = "/alertmanager"
@@ -27,6 +30,7 @@ const (
 	volConfig    = "config-volume"
 	volConfigOut = "config-out"
 	volWebConfig = "web-config"
+	volWebTLS    = "web-tls"
 
 	containerAlertmanager = "alertmanager"
 
@@ -66,7 +70,9 @@ func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error
 	if err != nil {
 		return corev1.PodSpec{}, err
 	}
-	spec.AutomountServiceAccountToken = workload.Ptr(true)
+	// The reloader reads the generated config through the API with the pod's token; a
+	// user who turns the token off gets a reloader that reads the mounted Secret.
+	spec.AutomountServiceAccountToken = workload.Ptr(automountToken(am))
 	workload.HostNetwork(&spec, s.HostNetwork)
 	return spec, nil
 }
@@ -74,6 +80,11 @@ func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error
 func volumes(am *monitoringv1.Alertmanager) []corev1.Volume {
 	vols := workload.ConfigVolumes(volConfig, ConfigSecretName(am.Name), WebConfigSecretName(am.Name), dataVolumeName(am), am.Spec.Storage)
 	vols = append(vols, workload.UserVolumes(am.Spec.Secrets, am.Spec.ConfigMaps)...)
+	if t := webTLS(am); t != nil {
+		if v := workload.WebTLSVolume(volWebTLS, t); v != nil {
+			vols = append(vols, *v)
+		}
+	}
 	return append(vols, am.Spec.Volumes...)
 }
 
@@ -93,44 +104,77 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager) corev1.Container {
 		{Name: volWebConfig, MountPath: webConfigDir, ReadOnly: true},
 	}
 	mounts = append(mounts, workload.UserMounts(am.Spec.Secrets, am.Spec.ConfigMaps, secretsDir, configMapsDir)...)
-	mounts = append(mounts, am.Spec.VolumeMounts...)
-	ports := []corev1.ContainerPort{{Name: webPortName, ContainerPort: webPort, Protocol: corev1.ProtocolTCP}}
-	if clustered(am) {
-		ports = append(ports,
-			corev1.ContainerPort{Name: "mesh-tcp", ContainerPort: meshPort, Protocol: corev1.ProtocolTCP},
-			corev1.ContainerPort{Name: "mesh-udp", ContainerPort: meshPort, Protocol: corev1.ProtocolUDP})
+	if t := webTLS(am); t != nil && workload.WebTLSVolume(volWebTLS, t) != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: volWebTLS, MountPath: webTLSDir, ReadOnly: true})
 	}
-	probe := func(endpoint string, failures int32) *corev1.Probe {
+	mounts = append(mounts, am.Spec.VolumeMounts...)
+	// The mesh ports are declared whether or not the replicas gossip, as the existing
+	// operator does (the governing Service names them).
+	ports := []corev1.ContainerPort{
+		{Name: PortName(am), ContainerPort: webPort, Protocol: corev1.ProtocolTCP},
+		{Name: "mesh-tcp", ContainerPort: meshPort, Protocol: corev1.ProtocolTCP},
+		{Name: "mesh-udp", ContainerPort: meshPort, Protocol: corev1.ProtocolUDP},
+	}
+	// The existing operator's probes: a replica is checked for readiness often from
+	// its start, and given ten failures either way.
+	probe := func(endpoint string, initialDelay, period int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-				Path: path.Join(routePrefix(am), endpoint), Port: intstr.FromString(webPortName), Scheme: corev1.URISchemeHTTP,
+				Path: path.Join(routePrefix(am), endpoint), Port: intstr.FromString(PortName(am)), Scheme: webScheme(am),
 			}},
-			PeriodSeconds: 10, TimeoutSeconds: 3, FailureThreshold: failures,
+			InitialDelaySeconds: initialDelay, PeriodSeconds: period, TimeoutSeconds: 3, FailureThreshold: 10,
 		}
 	}
 	c := corev1.Container{
-		Name:            containerAlertmanager,
-		Image:           image,
-		ImagePullPolicy: am.Spec.ImagePullPolicy,
-		Args:            workload.Args(generatedArgs(am), am.Spec.AdditionalArgs),
-		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}},
-			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
-		},
+		Name:                     containerAlertmanager,
+		Image:                    image,
+		ImagePullPolicy:          am.Spec.ImagePullPolicy,
+		Args:                     workload.Args(generatedArgs(am), am.Spec.AdditionalArgs),
+		Env:                      env(am),
 		Ports:                    ports,
-		Resources:                *am.Spec.Resources.DeepCopy(),
+		Resources:                resources(am),
 		VolumeMounts:             mounts,
-		ReadinessProbe:           probe("/-/ready", 10),
+		ReadinessProbe:           probe("/-/ready", 3, 5),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          workload.ContainerSecurityContext(),
 	}
 	if !am.Spec.ListenLocal {
 		// Listening on localhost only, the kubelet cannot probe the pod.
-		c.LivenessProbe = probe("/-/healthy", 10)
+		c.LivenessProbe = probe("/-/healthy", 0, 10)
 	} else {
 		c.ReadinessProbe = nil
 	}
 	return c
+}
+
+// env is what the flags read: the pod's IP (--cluster.listen-address) and, on releases
+// that name their peers, its name (--cluster.peer-name).
+func env(am *monitoringv1.Alertmanager) []corev1.EnvVar {
+	e := []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}}}
+	if atLeast(version(am), sinceClusterPeerName) {
+		e = append(e, corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}})
+	}
+	return e
+}
+
+// defaultMemoryRequest is requested when spec.resources sets no memory request, as the
+// existing operator does: the pods are not BestEffort, evicted first. With a memory
+// limit and no request the apiserver requests the limit (a default above a lower limit
+// would be refused).
+var defaultMemoryRequest = resource.MustParse("200Mi")
+
+func resources(am *monitoringv1.Alertmanager) corev1.ResourceRequirements {
+	r := *am.Spec.Resources.DeepCopy()
+	_, limited := r.Limits[corev1.ResourceMemory]
+	if _, ok := r.Requests[corev1.ResourceMemory]; !ok && !limited {
+		if r.Requests == nil {
+			r.Requests = corev1.ResourceList{}
+		}
+		r.Requests[corev1.ResourceMemory] = defaultMemoryRequest
+	}
+	return r
 }
 
 // dataSubPath keeps the existing operator's layout: with spec.storage set, the data
@@ -143,14 +187,39 @@ func dataSubPath(am *monitoringv1.Alertmanager) string {
 }
 
 // clustered: replicas gossip with each other when there is more than one, or when the
-// user forces it (to add peers later, or through additionalPeers).
+// user forces it (forceEnableClusterMode, e.g. to add peers later). A single replica
+// with additionalPeers stays alone, as with the existing operator.
 func clustered(am *monitoringv1.Alertmanager) bool {
-	return Replicas(am) > 1 || am.Spec.ForceEnableClusterMode || len(am.Spec.AdditionalPeers) > 0
+	return Replicas(am) > 1 || am.Spec.ForceEnableClusterMode
 }
 
-// generatedArgs are the flags Lookout derives from the spec, in a fixed order.
+// The first Alertmanager release that knows each flag Lookout may generate (from
+// Alertmanager's changelog; the existing operator gates the same flags at the same
+// releases). A flag the running release does not know would stop it at start.
+var (
+	sinceLogFormat       = workload.Version{Minor: 16}
+	sinceWebFlags        = workload.Version{Minor: 17} // --web.get-concurrency, --web.timeout
+	sinceWebConfigFile   = workload.Version{Minor: 22}
+	sinceClusterLabel    = workload.Version{Minor: 26}
+	sinceEnableFeature   = workload.Version{Minor: 27}
+	sinceSilenceLimits   = workload.Version{Minor: 28}
+	sinceClusterPeerName = workload.Version{Minor: 30} // --cluster.peer-name and POD_NAME
+	sinceDispatchDelay   = workload.Version{Minor: 30}
+)
+
+func atLeast(v, since workload.Version) bool { return v.AtLeast(since.Major, since.Minor) }
+
+// version is the Alertmanager release the pods run; Validate has refused a bad one.
+func version(am *monitoringv1.Alertmanager) workload.Version {
+	v, _ := ParsedVersion(am)
+	return v
+}
+
+// generatedArgs are the flags Lookout derives from the spec, in a fixed order, each
+// only when the Alertmanager's release knows it.
 func generatedArgs(am *monitoringv1.Alertmanager) []string {
 	s := &am.Spec
+	v := version(am)
 	retention := string(s.Retention)
 	if retention == "" {
 		retention = DefaultRetention
@@ -165,7 +234,9 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 		"--data.retention=" + retention,
 		"--web.listen-address=" + listen,
 		"--web.route-prefix=" + routePrefix(am),
-		"--web.config.file=" + webConfigDir + "/" + WebConfigSecretKey,
+	}
+	if atLeast(v, sinceWebConfigFile) {
+		args = append(args, "--web.config.file="+webConfigDir+"/"+WebConfigSecretKey)
 	}
 	if s.ExternalURL != "" {
 		args = append(args, "--web.external-url="+s.ExternalURL)
@@ -181,18 +252,21 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 		for _, p := range s.AdditionalPeers {
 			args = append(args, "--cluster.peer="+p)
 		}
-		label := am.Namespace + "/" + am.Name
-		if s.ClusterLabel != nil {
-			label = *s.ClusterLabel
+		if atLeast(v, sinceClusterLabel) {
+			label := am.Namespace + "/" + am.Name
+			if s.ClusterLabel != nil {
+				label = *s.ClusterLabel
+			}
+			args = append(args, "--cluster.label="+label)
 		}
-		peerName := "$(POD_NAME)"
-		if s.ClusterPeerName != nil && *s.ClusterPeerName != "" {
-			peerName = *s.ClusterPeerName
+		if atLeast(v, sinceClusterPeerName) {
+			peerName := "$(POD_NAME)"
+			if s.ClusterPeerName != nil && *s.ClusterPeerName != "" {
+				peerName = *s.ClusterPeerName
+			}
+			args = append(args, "--cluster.peer-name="+peerName)
 		}
-		args = append(args,
-			"--cluster.label="+label,
-			"--cluster.peer-name="+peerName,
-			"--cluster.reconnect-timeout=5m")
+		args = append(args, "--cluster.reconnect-timeout=5m")
 		if s.ClusterAdvertiseAddress != "" {
 			args = append(args, "--cluster.advertise-address="+s.ClusterAdvertiseAddress)
 		}
@@ -206,13 +280,14 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 			args = append(args, "--cluster.peer-timeout="+string(s.ClusterPeerTimeout))
 		}
 	}
-	if s.LogLevel != "" {
+	// info and logfmt are Alertmanager's defaults: left out, as the existing operator does.
+	if s.LogLevel != "" && s.LogLevel != "info" {
 		args = append(args, "--log.level="+s.LogLevel)
 	}
-	if s.LogFormat != "" {
+	if s.LogFormat != "" && s.LogFormat != "logfmt" && atLeast(v, sinceLogFormat) {
 		args = append(args, "--log.format="+s.LogFormat)
 	}
-	if w := s.Web; w != nil {
+	if w := s.Web; w != nil && atLeast(v, sinceWebFlags) {
 		if w.GetConcurrency != nil {
 			args = append(args, "--web.get-concurrency="+strconv.FormatUint(uint64(*w.GetConcurrency), 10))
 		}
@@ -220,7 +295,7 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 			args = append(args, "--web.timeout="+strconv.FormatUint(uint64(*w.Timeout), 10)+"s")
 		}
 	}
-	if l := s.Limits; l != nil {
+	if l := s.Limits; l != nil && atLeast(v, sinceSilenceLimits) {
 		if l.MaxSilences != nil {
 			args = append(args, "--silences.max-silences="+strconv.Itoa(int(*l.MaxSilences)))
 		}
@@ -229,10 +304,24 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 			args = append(args, "--silences.max-silence-size-bytes="+strconv.FormatInt(int64(n), 10))
 		}
 	}
-	if len(s.EnableFeatures) > 0 {
+	if len(s.EnableFeatures) > 0 && atLeast(v, sinceEnableFeature) {
 		args = append(args, "--enable-feature="+joinComma(workload.Uniq(s.EnableFeatures)))
 	}
+	// A replica that has just become ready waits before it notifies, so that gossip
+	// has brought it the others' notification log (no duplicate after a rollout).
+	if m := s.MinReadySeconds; m != nil && *m > 0 && atLeast(v, sinceDispatchDelay) && !hasArg(s.AdditionalArgs, "dispatch.start-delay") {
+		args = append(args, "--dispatch.start-delay="+strconv.Itoa(int(*m))+"s")
+	}
 	return args
+}
+
+func hasArg(args []monitoringv1.Argument, name string) bool {
+	for _, a := range args {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func reloader(am *monitoringv1.Alertmanager, opts Options) workload.Reloader {
@@ -241,16 +330,74 @@ func reloader(am *monitoringv1.Alertmanager, opts Options) workload.Reloader {
 		PullPolicy:   am.Spec.ImagePullPolicy,
 		ConfigFile:   configDir + "/" + ConfigSecretKey,
 		OutputFile:   configEnvsubstOut,
-		ReloadURL:    "http://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(am), "/-/reload"),
-		ConfigSecret: am.Namespace + "/" + ConfigSecretName(am.Name),
-		// Template files arrive through the kubelet's sync of the Secret volume: reload
-		// when they change too.
-		SidecarArgs: []string{"--watched-dir=" + configDir},
+		ReloadURL:    strings.ToLower(string(webScheme(am))) + "://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(am), "/-/reload"),
+		ConfigSecret: configSecretRef(am),
+		// With web TLS the loopback reload request is not verified: the certificate names
+		// the Service, not 127.0.0.1, and the request never leaves the pod.
+		Args: reloaderTLSArgs(am),
+		// Template files arrive through the kubelet's sync of the Secret volume, and the
+		// config may read files of spec.secrets and spec.configMaps: reload when any of
+		// them changes too.
+		SidecarArgs:   watchedDirs(am),
+		SidecarMounts: workload.UserMounts(am.Spec.Secrets, am.Spec.ConfigMaps, secretsDir, configMapsDir),
 		Mounts: []corev1.VolumeMount{
 			{Name: volConfig, MountPath: configDir, ReadOnly: true},
 			{Name: volConfigOut, MountPath: configOutDir},
 		},
 	}
+}
+
+// PortName is the name of the web port: spec.portName, else "web" (kube-prometheus-stack
+// sets "http-web"). The container port, the probes and the governing Service use it.
+func PortName(am *monitoringv1.Alertmanager) string {
+	if am.Spec.PortName != "" {
+		return am.Spec.PortName
+	}
+	return webPortName
+}
+
+// webTLS is spec.web.tlsConfig, nil when Alertmanager serves plain HTTP.
+func webTLS(am *monitoringv1.Alertmanager) *monitoringv1.WebTLSConfig {
+	if am.Spec.Web == nil {
+		return nil
+	}
+	return am.Spec.Web.TLSConfig
+}
+
+// webScheme is how the kubelet and the reloader talk to the web server.
+func webScheme(am *monitoringv1.Alertmanager) corev1.URIScheme {
+	if webTLS(am) != nil {
+		return corev1.URISchemeHTTPS
+	}
+	return corev1.URISchemeHTTP
+}
+
+func watchedDirs(am *monitoringv1.Alertmanager) []string {
+	args := []string{"--watched-dir=" + configDir}
+	for _, m := range workload.UserMounts(am.Spec.Secrets, am.Spec.ConfigMaps, secretsDir, configMapsDir) {
+		args = append(args, "--watched-dir="+m.MountPath)
+	}
+	return args
+}
+
+func reloaderTLSArgs(am *monitoringv1.Alertmanager) []string {
+	if webTLS(am) != nil {
+		return []string{"--reload-insecure-skip-verify"}
+	}
+	return nil
+}
+
+func automountToken(am *monitoringv1.Alertmanager) bool {
+	return am.Spec.AutomountServiceAccountToken == nil || *am.Spec.AutomountServiceAccountToken
+}
+
+// configSecretRef is the Secret the reloader watches through the API; "" (read the
+// mounted file) when the pods have no token.
+func configSecretRef(am *monitoringv1.Alertmanager) string {
+	if !automountToken(am) {
+		return ""
+	}
+	return am.Namespace + "/" + ConfigSecretName(am.Name)
 }
 
 func joinComma(s []string) string {

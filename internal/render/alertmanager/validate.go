@@ -62,8 +62,18 @@ func validateLimits(am *monitoringv1.Alertmanager) *workload.SpecError {
 	return nil
 }
 
+// minVersion is the oldest Alertmanager Lookout generates for: the existing operator
+// refuses older ones too (their flags have other names).
+var minVersion = workload.Version{Minor: 15}
+
 func validateImage(am *monitoringv1.Alertmanager) *workload.SpecError {
-	return imageSpec(am).Check()
+	if err := imageSpec(am).Check(); err != nil {
+		return err
+	}
+	if v := version(am); !atLeast(v, minVersion) {
+		return workload.Invalid("spec.version", "Alertmanager %s is older than %s, the oldest release Lookout (like the existing operator) runs", v.Tag(), minVersion.Tag())
+	}
+	return nil
 }
 
 func validateDurations(am *monitoringv1.Alertmanager) *workload.SpecError {
@@ -107,15 +117,22 @@ func validateFlags(am *monitoringv1.Alertmanager) *workload.SpecError {
 
 func validateUnsupported(am *monitoringv1.Alertmanager) *workload.SpecError {
 	s := &am.Spec
-	switch {
-	case s.ClusterTLS != nil:
+	if s.ClusterTLS != nil {
 		return workload.Unsupported("spec.clusterTLS", "mutual TLS between the replicas is not generated; remove the field")
-	case s.Web != nil && s.Web.TLSConfig != nil:
-		return workload.Unsupported("spec.web.tlsConfig", "the web server serves plain HTTP only; remove the field")
-	case s.PortName != "" && s.PortName != webPortName:
-		return workload.Unsupported("spec.portName", "the web port is always named \"web\"")
-	case s.AutomountServiceAccountToken != nil && !*s.AutomountServiceAccountToken:
-		return workload.Unsupported("spec.automountServiceAccountToken", "the config reloader needs the ServiceAccount token to watch the generated config Secret")
+	}
+	if err := workload.CheckWebTLS("spec.web.tlsConfig", webTLS(am)); err != nil {
+		return err
+	}
+	if s.Web != nil && (s.Web.TLSConfig != nil || s.Web.HTTPConfig != nil) && !atLeast(version(am), sinceWebConfigFile) {
+		return workload.Invalid("spec.web", "Alertmanager %s has no --web.config.file (it arrived in %s): TLS and HTTP settings of its web server need a later release", version(am).Tag(), sinceWebConfigFile.Tag())
+	}
+	if n := s.PortName; n != "" {
+		if errs := validation.IsValidPortName(n); len(errs) > 0 {
+			return workload.Invalid("spec.portName", "%q is not a valid port name: %s", n, strings.Join(errs, "; "))
+		}
+		if n == meshTCPPortName || n == meshUDPPortName {
+			return workload.Invalid("spec.portName", "%q is the name of a mesh port of the governing Service", n)
+		}
 	}
 	return nil
 }

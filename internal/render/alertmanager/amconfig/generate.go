@@ -19,6 +19,7 @@ import (
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	amcfg "github.com/prometheus/alertmanager/config"
 	"go.yaml.in/yaml/v2"
+	yaml3 "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -62,7 +63,8 @@ type Result struct {
 	// Files are extra files for the generated Secret (the templates of
 	// spec.alertmanagerConfiguration), keyed by file name.
 	Files map[string][]byte
-	// Verdicts, one per AlertmanagerConfig of Input.Configs, sorted by namespace/name.
+	// Verdicts, one per AlertmanagerConfig of Input.Configs but the global one (which
+	// is the base), sorted by namespace/name.
 	Verdicts []Verdict
 }
 
@@ -123,7 +125,11 @@ func Generate(in Input) (*Result, error) {
 	}
 	res.Files = files
 
-	configs := slices.Clone(in.Configs)
+	// The global AlertmanagerConfig is the base already: a selector that matches it
+	// too does not merge it a second time (as with the existing operator).
+	configs := slices.DeleteFunc(slices.Clone(in.Configs), func(c *monitoringv1alpha1.AlertmanagerConfig) bool {
+		return isGlobal(am, c)
+	})
 	slices.SortFunc(configs, func(a, b *monitoringv1alpha1.AlertmanagerConfig) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
@@ -132,10 +138,14 @@ func Generate(in Input) (*Result, error) {
 	for i, c := range configs {
 		verdicts[i] = Verdict{Kind: kindAlertmanagerConfig, Namespace: c.Namespace, Name: c.Name, Generation: c.Generation, Accepted: true, UID: c.UID}
 		scoped := strategy == strategyOnNamespace || (strategy == strategyOnNamespaceExceptForAMNS && c.Namespace != am.Namespace)
-		p, err := convertConfig(newRefs(c.Namespace), c, scoped)
+		r := newRefs(c.Namespace)
+		p, err := convertConfig(r, c, scoped)
 		if err != nil {
 			verdicts[i].reject(err)
 			continue
+		}
+		if len(r.dropped) > 0 {
+			verdicts[i].Reason, verdicts[i].Message = ReasonFieldsDropped, droppedMessage(version, r.dropped)
 		}
 		pieces[i] = p
 	}
@@ -179,6 +189,17 @@ func Generate(in Input) (*Result, error) {
 	return res, nil
 }
 
+func droppedMessage(v workload.Version, dropped []string) string {
+	return fmt.Sprintf("Alertmanager %s does not know these fields; they are left out of its config: %s", v.Tag(), strings.Join(dropped, ", "))
+}
+
+// isGlobal says whether c is the AlertmanagerConfig am's spec.alertmanagerConfiguration
+// names.
+func isGlobal(am *monitoringv1.Alertmanager, c *monitoringv1alpha1.AlertmanagerConfig) bool {
+	ac := am.Spec.AlertmanagerConfiguration
+	return ac != nil && ac.Name != "" && c.Namespace == am.Namespace && c.Name == ac.Name
+}
+
 func (v *Verdict) reject(err error) {
 	v.Accepted = false
 	if r, ok := err.(*rejection); ok {
@@ -188,9 +209,9 @@ func (v *Verdict) reject(err error) {
 	v.Reason, v.Message = ReasonInvalidReceiver, err.Error()
 }
 
-// baseDocument is the config every AlertmanagerConfig is merged into, as an ordered YAML
-// document, plus the files it needs next to it.
-func baseDocument(in Input, newRefs func(ns string) *refs) (yaml.MapSlice, map[string][]byte, error) {
+// baseDocument is the config every AlertmanagerConfig is merged into, as a YAML node
+// tree, plus the files it needs next to it.
+func baseDocument(in Input, newRefs func(ns string) *refs) (*yaml3.Node, map[string][]byte, error) {
 	am := in.Alertmanager
 	if ac := am.Spec.AlertmanagerConfiguration; ac != nil && ac.Name != "" {
 		if in.Global == nil {
@@ -203,17 +224,21 @@ func baseDocument(in Input, newRefs func(ns string) *refs) (yaml.MapSlice, map[s
 	raw := bytes.TrimSpace(in.Base[alertmanager.UserConfigKey])
 	if len(raw) == 0 {
 		// No Secret, or no config in it: a minimal config so that the pods start.
-		return yaml.MapSlice{
+		doc, err := toNode(yaml.MapSlice{
 			{Key: "route", Value: yaml.MapSlice{{Key: "receiver", Value: nullReceiver}}},
 			{Key: "receivers", Value: []any{yaml.MapSlice{{Key: "name", Value: nullReceiver}}}},
-		}, nil, nil
+		})
+		return doc, nil, err
 	}
 	if _, err := amcfg.Load(string(raw)); err != nil {
 		return nil, nil, &BaseConfigError{Reason: "InvalidConfiguration",
 			Message: fmt.Sprintf("%s of Secret %s/%s: Alertmanager refuses it: %v", alertmanager.UserConfigKey, am.Namespace, secret, err)}
 	}
-	var doc yaml.MapSlice
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
+	// The user's text is kept as a node tree, each scalar as written: decoded into
+	// plain values, yaml.v2 would turn YAML 1.1's yes/on/0755 into true/493 and write
+	// them back so, changing what a string field of Alertmanager's config reads.
+	doc, err := parseNode(raw)
+	if err != nil {
 		return nil, nil, &BaseConfigError{Reason: "InvalidConfiguration",
 			Message: fmt.Sprintf("%s of Secret %s/%s: %v", alertmanager.UserConfigKey, am.Namespace, secret, err)}
 	}
@@ -225,9 +250,9 @@ func baseDocument(in Input, newRefs func(ns string) *refs) (yaml.MapSlice, map[s
 // matcher), its receivers, time intervals and inhibit rules are the config's own, and
 // spec.alertmanagerConfiguration.global and .templates fill the global section and the
 // template files.
-func globalDocument(in Input, newRefs func(ns string) *refs) (yaml.MapSlice, map[string][]byte, error) {
+func globalDocument(in Input, newRefs func(ns string) *refs) (*yaml3.Node, map[string][]byte, error) {
 	am, g := in.Alertmanager, in.Global
-	fail := func(err error) (yaml.MapSlice, map[string][]byte, error) {
+	fail := func(err error) (*yaml3.Node, map[string][]byte, error) {
 		reason := "InvalidAlertmanagerConfiguration"
 		if r, ok := err.(*rejection); ok {
 			reason = r.Reason
@@ -241,7 +266,8 @@ func globalDocument(in Input, newRefs func(ns string) *refs) (yaml.MapSlice, map
 	if len(g.Spec.Route.Matchers) > 0 {
 		return fail(reject(ReasonInvalidRoute, "spec.route.matchers: the top route matches every alert and cannot have matchers"))
 	}
-	p, err := convertConfig(newRefs(g.Namespace), g, false)
+	gr := newRefs(g.Namespace)
+	p, err := convertConfig(gr, g, false)
 	if err != nil {
 		return fail(err)
 	}
@@ -282,6 +308,10 @@ func globalDocument(in Input, newRefs func(ns string) *refs) (yaml.MapSlice, map
 		files[name] = []byte(v)
 		templates = append(templates, path.Join(alertmanager.ConfigDir, name))
 	}
+	// The base config has no verdict to name a dropped field in: it is refused instead.
+	if dropped := append(gr.dropped, r.dropped...); len(dropped) > 0 {
+		return fail(reject(ReasonUnsupportedVersion, "%s", droppedMessage(gr.version, dropped)))
+	}
 	doc = append(doc, yaml.MapItem{Key: "route", Value: p.route})
 	doc = append(doc, yaml.MapItem{Key: "receivers", Value: p.receivers})
 	if len(p.inhibitRules) > 0 {
@@ -293,26 +323,22 @@ func globalDocument(in Input, newRefs func(ns string) *refs) (yaml.MapSlice, map
 	if len(templates) > 0 {
 		doc = append(doc, yaml.MapItem{Key: "templates", Value: templates})
 	}
-	// Merging works on plain YAML values: round-trip the typed parts.
 	raw, err := yaml.Marshal(doc)
 	if err != nil {
-		return nil, nil, err
-	}
-	var plain yaml.MapSlice
-	if err := yaml.Unmarshal(raw, &plain); err != nil {
 		return nil, nil, err
 	}
 	if _, err := amcfg.Load(string(raw)); err != nil {
 		return fail(reject(ReasonRefusedByAlertmanager, "Alertmanager refuses the config it becomes: %v", err))
 	}
-	return plain, files, nil
+	node, err := parseNode(raw)
+	return node, files, err
 }
 
 // assemble merges pieces (nil ones skipped) into a copy of base and loads the result with
 // Alertmanager's parser: the sub-routes go first under the top route, in order, before
 // the base config's own routes; receivers, time intervals and inhibit rules are appended.
-func assemble(base yaml.MapSlice, pieces []*piece) ([]byte, error) {
-	doc := slices.Clone(base)
+// What base holds is written as it was read.
+func assemble(base *yaml3.Node, pieces []*piece) ([]byte, error) {
 	var routes, receivers, intervals, inhibits []any
 	for _, p := range pieces {
 		if p == nil {
@@ -331,16 +357,26 @@ func assemble(base yaml.MapSlice, pieces []*piece) ([]byte, error) {
 			inhibits = append(inhibits, r)
 		}
 	}
+	doc := shallowCopy(base)
 	if len(routes) > 0 {
-		top, _ := get(doc, "route").(yaml.MapSlice)
-		top = slices.Clone(top)
-		set(&top, "routes", append(routes, asList(get(top, "routes"))...))
-		set(&doc, "route", top)
+		top := shallowCopy(mapValue(doc, "route"))
+		if top.Kind != yaml3.MappingNode {
+			return nil, fmt.Errorf("the top route is not a mapping")
+		}
+		if err := extendList(top, "routes", routes, true); err != nil {
+			return nil, err
+		}
+		setMapValue(doc, "route", top)
 	}
-	appendList(&doc, "receivers", receivers)
-	appendList(&doc, "time_intervals", intervals)
-	appendList(&doc, "inhibit_rules", inhibits)
-	out, err := yaml.Marshal(doc)
+	for _, l := range []struct {
+		key   string
+		items []any
+	}{{"receivers", receivers}, {"time_intervals", intervals}, {"inhibit_rules", inhibits}} {
+		if err := extendList(doc, l.key, l.items, false); err != nil {
+			return nil, err
+		}
+	}
+	out, err := encodeNode(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -348,37 +384,6 @@ func assemble(base yaml.MapSlice, pieces []*piece) ([]byte, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-func get(m yaml.MapSlice, key string) any {
-	for _, it := range m {
-		if k, ok := it.Key.(string); ok && k == key {
-			return it.Value
-		}
-	}
-	return nil
-}
-
-func set(m *yaml.MapSlice, key string, v any) {
-	for i, it := range *m {
-		if k, ok := it.Key.(string); ok && k == key {
-			(*m)[i].Value = v
-			return
-		}
-	}
-	*m = append(*m, yaml.MapItem{Key: key, Value: v})
-}
-
-func asList(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
-
-func appendList(m *yaml.MapSlice, key string, items []any) {
-	if len(items) == 0 {
-		return
-	}
-	set(m, key, append(slices.Clone(asList(get(*m, key))), items...))
 }
 
 // convertConfig converts one AlertmanagerConfig. scoped adds the namespace matcher to its

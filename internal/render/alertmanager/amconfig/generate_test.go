@@ -17,14 +17,15 @@ import (
 	"github.com/prometheus/alertmanager/dispatch"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
 var updateGenerate = flag.Bool("update", false, "rewrite the golden files in testdata/generate")
 
 // caseInput reads testdata/generate/<name>/input.yaml: one Alertmanager, the
-// AlertmanagerConfigs it selects (all of them, except the one its
-// spec.alertmanagerConfiguration names), its user Secret and the referenced Secrets and
+// AlertmanagerConfigs it selects (all of them, the one its
+// spec.alertmanagerConfiguration names too), its user Secret and the referenced Secrets and
 // ConfigMaps.
 func caseInput(t testing.TB, dir string) Input {
 	t.Helper()
@@ -100,10 +101,11 @@ func decodeInput(raw []byte) (Input, error) {
 			in.Base[k] = v
 		}
 	}
+	// Like the gather, the global AlertmanagerConfig is both Global and, when the
+	// selector matches it, one of Configs.
 	for _, c := range configs {
 		if ac := am.Spec.AlertmanagerConfiguration; ac != nil && c.Namespace == am.Namespace && c.Name == ac.Name {
 			in.Global = c
-			continue
 		}
 		in.Configs = append(in.Configs, c)
 	}
@@ -327,5 +329,37 @@ func TestRoutingOfTheGeneratedConfig(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v goes to %v, want %v", tc.dir, tc.labels, got, tc.want)
 		}
+	}
+}
+
+// kube-prometheus's v0.28.1 Alertmanager and an AlertmanagerConfig whose webhook sets a
+// v0.32 field: the field is left out and named, the namespace's route stays.
+func TestATooNewFieldIsDroppedAndTheAlertmanagerConfigStays(t *testing.T) {
+	in := baseInput("", &monitoringv1alpha1.AlertmanagerConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "a"},
+		Spec: monitoringv1alpha1.AlertmanagerConfigSpec{
+			Route: &monitoringv1alpha1.Route{Receiver: "hook"},
+			Receivers: []monitoringv1alpha1.Receiver{{Name: "hook", WebhookConfigs: []monitoringv1alpha1.WebhookConfig{{
+				URL: ptrTo("https://hooks.example.com/a"), Payload: ptrTo(`{"a": 1}`)}}}},
+		},
+	})
+	in.Alertmanager.Spec.Version = "v0.28.1"
+	res, err := Generate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Verdicts[0]
+	if !v.Accepted || v.Reason != ReasonFieldsDropped || !strings.Contains(v.Message, "spec.receivers[0].webhookConfigs[0].payload") {
+		t.Errorf("verdict %+v, want accepted with the payload named as dropped", v)
+	}
+	cfg, err := amcfg.Load(string(res.Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Route.Routes) != 1 || cfg.Route.Routes[0].Receiver != "team/a/hook" {
+		t.Errorf("the AlertmanagerConfig's route is not there:\n%s", res.Config)
+	}
+	if strings.Contains(string(res.Config), "payload") {
+		t.Errorf("the v0.32 field is written for v0.28.1:\n%s", res.Config)
 	}
 }

@@ -27,6 +27,11 @@ const (
 	ReasonRefusedByAlertmanager = "RefusedByAlertmanager"
 )
 
+// ReasonFieldsDropped is the reason of an accepted AlertmanagerConfig some of whose
+// fields are newer than the Alertmanager's release: they are left out of the config,
+// as the existing operator does, and the verdict's message names them.
+const ReasonFieldsDropped = "FieldsDroppedForVersion"
+
 // rejection is why one AlertmanagerConfig (or the global configuration) cannot be used.
 // Message names the field, e.g. "receivers[0].slackConfigs[1].apiURL: Secret ns/x not found".
 type rejection struct {
@@ -44,8 +49,11 @@ func reject(reason, format string, args ...any) *rejection {
 // referenced and answers every lookup with a placeholder, so that a conversion visits
 // every reference.
 type refs struct {
-	ns         string
-	version    workload.Version // the Alertmanager's version, for fields newer versions add
+	ns      string
+	version workload.Version // the Alertmanager's version, for fields newer versions add
+	// dropped are the fields left out because the Alertmanager's release is too old for
+	// them, each with the release that added it.
+	dropped    []string
 	secrets    map[string]*corev1.Secret
 	configMaps map[string]*corev1.ConfigMap
 

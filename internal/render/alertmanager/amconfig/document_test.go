@@ -1,0 +1,117 @@
+package amconfig
+
+import (
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
+	amcfg "github.com/prometheus/alertmanager/config"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A base config whose values YAML 1.1 reads as booleans or numbers when they are not
+// decoded into a string: each must reach Alertmanager as written.
+const yaml11Base = `global:
+  slack_api_url: https://hooks.slack.com/services/T0/B0/X
+route:
+  receiver: default
+  routes:
+  - receiver: pager
+    match: {paging: yes}
+  - receiver: pager
+    match:
+      code: 0755
+      version: 1.10
+      size: 1e3
+      window: on
+receivers:
+- name: default
+- name: pager
+  slack_configs:
+  - channel: off
+    send_resolved: yes
+`
+
+func baseInput(base string, configs ...*monitoringv1alpha1.AlertmanagerConfig) Input {
+	return Input{
+		Alertmanager: &monitoringv1.Alertmanager{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "main"}},
+		Base:         map[string][]byte{"alertmanager.yaml": []byte(base)},
+		Configs:      configs,
+	}
+}
+
+func TestTheUsersBaseConfigKeepsItsMeaning(t *testing.T) {
+	want, err := amcfg.Load(yaml11Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string]Input{
+		"alone": baseInput(yaml11Base),
+		"with an AlertmanagerConfig merged in": baseInput(yaml11Base, &monitoringv1alpha1.AlertmanagerConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "a"},
+			Spec: monitoringv1alpha1.AlertmanagerConfigSpec{
+				Route:     &monitoringv1alpha1.Route{Receiver: "x"},
+				Receivers: []monitoringv1alpha1.Receiver{{Name: "x"}},
+			},
+		}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := Generate(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := amcfg.Load(string(res.Config))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, res.Config)
+			}
+			routes := got.Route.Routes
+			if len(in.Configs) > 0 {
+				routes = routes[1:] // the AlertmanagerConfig's sub-route goes first
+			}
+			if len(routes) != 2 {
+				t.Fatalf("routes: %v", got.Route.Routes)
+			}
+			equal(t, "match paging", routes[0].Match["paging"], "yes")
+			for k, v := range map[string]string{"code": "0755", "version": "1.10", "size": "1e3", "window": "on"} {
+				equal(t, "match "+k, routes[1].Match[k], v)
+			}
+			slack := got.Receivers[1].SlackConfigs[0]
+			equal(t, "slack channel", slack.Channel, "off")
+			equal(t, "send_resolved", slack.SendResolved(), true)
+			if len(in.Configs) == 0 && got.String() != want.String() {
+				t.Errorf("the generated config means something else than the user's:\n%s\nwant:\n%s", got, want)
+			}
+			if !strings.Contains(string(res.Config), "match: {paging: yes}") {
+				t.Errorf("the user's text is rewritten:\n%s", res.Config)
+			}
+		})
+	}
+}
+
+// The global AlertmanagerConfig is the base; an alertmanagerConfigSelector that
+// matches it too does not merge it a second time, nor give it a verdict.
+func TestTheGlobalAlertmanagerConfigIsMergedOnce(t *testing.T) {
+	global := &monitoringv1alpha1.AlertmanagerConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "global"},
+		Spec: monitoringv1alpha1.AlertmanagerConfigSpec{
+			Route:     &monitoringv1alpha1.Route{Receiver: "x"},
+			Receivers: []monitoringv1alpha1.Receiver{{Name: "x"}},
+		},
+	}
+	other := global.DeepCopy()
+	other.Namespace = "team"
+	in := baseInput("", global, other)
+	in.Alertmanager.Spec.AlertmanagerConfiguration = &monitoringv1.AlertmanagerConfiguration{Name: "global"}
+	in.Global = global
+	res, err := Generate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Verdicts) != 1 || res.Verdicts[0].Namespace != "team" || !res.Verdicts[0].Accepted {
+		t.Errorf("verdicts: %+v, want team/global accepted and none for the global one", res.Verdicts)
+	}
+	if n := strings.Count(string(res.Config), "name: monitoring/global/x"); n != 1 {
+		t.Errorf("the global receiver is written %d times:\n%s", n, res.Config)
+	}
+}
