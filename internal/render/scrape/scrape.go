@@ -204,7 +204,7 @@ func generate(in Input) (*Result, error) {
 	// A shard kept after a scale-down (shardRetentionPolicy.whenScaled: Retain) loads this
 	// config too, with a shard number the hash never yields: with the sharding rules, even
 	// for one shard, it scrapes none of the additional jobs' targets either.
-	extra, aerr := additionalJobs(in.AdditionalScrapeConfigs, g.shards, g.shards > 1 || g.retainsShards())
+	extra, aerr := additionalJobs(in.AdditionalScrapeConfigs, g.shards, g.sharded())
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -409,6 +409,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// sharded says whether this config's targets are spread over shards: more than one, or shards
+// kept running after a scale-down (their config is this one with a shard number the current
+// count never yields).
+func (g *generator) sharded() bool { return g.shards != 1 || g.retainsShards() }
 
 // retainsShards says whether shards removed by a scale-down keep running
 // (shardRetentionPolicy.whenScaled: Retain), with this config and a shard number the
