@@ -45,9 +45,7 @@ func ValidateServiceMonitor(sm *monitoringv1.ServiceMonitor) field.ErrorList {
 		p := sp.Child("endpoints").Index(i)
 		switch {
 		case ep.Port != "":
-			if msgs := validation.IsDNS1123Label(ep.Port); len(msgs) > 0 {
-				errs = append(errs, field.Invalid(p.Child("port"), ep.Port, "not a valid Service port name: "+strings.Join(msgs, "; ")))
-			}
+			errs = append(errs, validatePortPattern(p.Child("port"), ep.Port)...)
 		case ep.TargetPort != nil:
 			errs = append(errs, validateTargetPort(p.Child("targetPort"), *ep.TargetPort)...)
 		}
@@ -92,9 +90,7 @@ func ValidatePodMonitor(pm *monitoringv1.PodMonitor) field.ErrorList {
 		ep := &spec.PodMetricsEndpoints[i]
 		p := sp.Child("podMetricsEndpoints").Index(i)
 		if ep.Port != nil {
-			if msgs := validation.IsValidPortName(*ep.Port); len(msgs) > 0 {
-				errs = append(errs, field.Invalid(p.Child("port"), *ep.Port, "not a valid container port name: "+strings.Join(msgs, "; ")))
-			}
+			errs = append(errs, validatePortPattern(p.Child("port"), *ep.Port)...)
 		}
 		if ep.PortNumber != nil {
 			if msgs := validation.IsValidPortNum(int(*ep.PortNumber)); len(msgs) > 0 {
@@ -265,8 +261,14 @@ func validateTargetPort(path *field.Path, tp intstr.IntOrString) field.ErrorList
 		}
 		return nil
 	}
-	if msgs := validation.IsValidPortName(tp.StrVal); len(msgs) > 0 {
-		return field.ErrorList{field.Invalid(path, tp.StrVal, "not a valid container port name: "+strings.Join(msgs, "; "))}
+	return validatePortPattern(path, tp.StrVal)
+}
+
+// validatePortPattern accepts a port name as the existing operator does: as the regex of the
+// port's keep rule ("http|metrics" selects both ports).
+func validatePortPattern(path *field.Path, port string) field.ErrorList {
+	if err := scrape.PortPattern(port); err != nil {
+		return field.ErrorList{field.Invalid(path, port, err.Error())}
 	}
 	return nil
 }

@@ -126,9 +126,13 @@ func TestValidateServiceMonitor(t *testing.T) {
 			sm:   serviceMonitor(endpoint("web"), endpoint("")),
 		},
 		{
-			name: "rejects a port name that is no Service port name",
-			sm:   serviceMonitor(endpoint("Web_Port")),
-			want: []string{`spec.endpoints[0].port: Invalid value: "Web_Port": not a valid Service port name`},
+			name: "admits a port that is a regex of several port names, as the existing operator uses it",
+			sm:   serviceMonitor(endpoint("http|metrics"), endpoint("Web_Port")),
+		},
+		{
+			name: "rejects a port that does not compile as a regex",
+			sm:   serviceMonitor(endpoint("web(")),
+			want: []string{`spec.endpoints[0].port: Invalid value: "web(": not a valid port name pattern`},
 		},
 		{
 			name: "rejects a targetPort out of range",
@@ -254,9 +258,13 @@ func TestValidatePodMonitor(t *testing.T) {
 			),
 		},
 		{
-			name: "rejects a container port name longer than 15 characters",
+			name: "admits a container port name longer than 15 characters, as the existing operator does",
 			pm:   podMonitor(monitoringv1.PodMetricsEndpoint{Port: ptrTo("a-very-long-port-name")}),
-			want: []string{`spec.podMetricsEndpoints[0].port: Invalid value: "a-very-long-port-name": not a valid container port name`},
+		},
+		{
+			name: "rejects a container port that does not compile as a regex",
+			pm:   podMonitor(monitoringv1.PodMetricsEndpoint{Port: ptrTo("[metrics")}),
+			want: []string{`spec.podMetricsEndpoints[0].port: Invalid value: "[metrics": not a valid port name pattern`},
 		},
 		{
 			name: "rejects port number 0",

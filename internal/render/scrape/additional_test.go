@@ -90,8 +90,10 @@ func TestGenerateAppendsAdditionalScrapeConfigsAsGiven(t *testing.T) {
 				t.Errorf("additional jobs changed:\n--- got\n%s--- given\n%s", gotYAML, givenYAML)
 			}
 			wantRelabel := map[int32]int{1: 1, 2: 4}[shards]
-			if ne := cfg.ScrapeConfigs[2]; len(ne.RelabelConfigs) != wantRelabel || len(ne.MetricRelabelConfigs) != 0 || ne.SampleLimit != 0 {
-				t.Errorf("node-exporter: %d relabelings (want %d), %d metric relabelings, sample_limit %d",
+			// Nothing is added to the job itself, but it inherits the enforced sample limit
+			// from global, as with the existing operator.
+			if ne := cfg.ScrapeConfigs[2]; len(ne.RelabelConfigs) != wantRelabel || len(ne.MetricRelabelConfigs) != 0 || ne.SampleLimit != 100 {
+				t.Errorf("node-exporter: %d relabelings (want %d), %d metric relabelings, sample_limit %d (want the enforced 100)",
 					len(ne.RelabelConfigs), wantRelabel, len(ne.MetricRelabelConfigs), ne.SampleLimit)
 			}
 			if self := cfg.ScrapeConfigs[4]; len(self.RelabelConfigs) != 2 {

@@ -251,14 +251,19 @@ func TestGenerateVerdicts(t *testing.T) {
 			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidPort, message: "endpoints[1].targetPort: 70000 is not a port number between 1 and 65535"}},
 		},
 		{
-			name: "rejects a targetPort name that is not an IANA service name",
-			in:   newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withEndpoints(endpoint(targetPortName("metrics-for-prometheus")))))),
-			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidPort, msgContains: []string{`endpoints[0].targetPort: "metrics-for-prometheus" is not a valid container port name`}}},
+			name: "accepts a port that is a regex of several Service port names, as the existing operator matches it",
+			in:   newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withEndpoints(endpoint(port("http|metrics")))))),
+			want: []wantVerdict{{key: "default/app"}},
 		},
 		{
-			name: "rejects a port name that is not a valid Service port name",
-			in:   newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withEndpoints(endpoint(port("Web_Port")))))),
-			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidPort, msgContains: []string{`endpoints[0].port: "Web_Port" is not a valid Service port name`}}},
+			name: "rejects a targetPort name that does not compile as a regex",
+			in:   newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withEndpoints(endpoint(targetPortName("metrics(")))))),
+			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidPort, msgContains: []string{`endpoints[0].targetPort: "metrics(" is not a valid port name pattern`, "missing closing )"}}},
+		},
+		{
+			name: "rejects a port that does not compile as a regex",
+			in:   newInput(newPrometheus(), monitors(newServiceMonitor("default", "app", withEndpoints(endpoint(port("web[")))))),
+			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidPort, msgContains: []string{`endpoints[0].port: "web[" is not a valid port name pattern`}}},
 		},
 		{
 			name: "accepts a Service port name longer than an IANA service name",
@@ -415,7 +420,7 @@ func TestGenerateVerdicts(t *testing.T) {
 			in: newInput(newPrometheus(), monitors(
 				newServiceMonitor("apps", "own"),
 				newServiceMonitor("apps", "listed", withNamespaceSelector(monitoringv1.NamespaceSelector{MatchNames: []string{"web", "db", "web"}})),
-				newServiceMonitor("secret-ns", "rejected", withNamespaceSelector(monitoringv1.NamespaceSelector{Any: true}), withEndpoints(endpoint(port("Bad_Port")))),
+				newServiceMonitor("secret-ns", "rejected", withNamespaceSelector(monitoringv1.NamespaceSelector{Any: true}), withEndpoints(endpoint(port("bad(port")))),
 			)),
 			want: []wantVerdict{{key: "apps/listed"}, {key: "apps/own"}, {key: "secret-ns/rejected", reason: ReasonInvalidPort}},
 			check: func(t *testing.T, res *Result) {

@@ -189,7 +189,9 @@ func newGenerator(in Input) (*generator, error) {
 	gc.ConvertClassicHistogramsToNHCB = spec.ConvertClassicHistogramsToNHCB
 	gc.AlwaysScrapeClassicHistograms = spec.ScrapeClassicHistograms
 
-	// Global limits apply to jobs without their own; enforced ones cap every job.
+	// Global limits apply to jobs without their own; enforced ones cap every job. As with the
+	// existing operator, the global value itself is capped by the enforced one, or is the
+	// enforced one when unset: the jobs of additionalScrapeConfigs inherit it too.
 	for _, l := range []struct {
 		field, enforcedField string
 		global, enforced     *int64
@@ -216,6 +218,9 @@ func newGenerator(in Input) (*generator, error) {
 			}
 			l.into.enforced = *l.enforced
 		}
+		if e := l.into.enforced; e > 0 && (l.into.global <= 0 || l.into.global > e) {
+			*l.out = uint64(e)
+		}
 	}
 	if spec.BodySizeLimit != nil && *spec.BodySizeLimit != "" {
 		gc.BodySizeLimit = string(*spec.BodySizeLimit)
@@ -227,6 +232,11 @@ func newGenerator(in Input) (*generator, error) {
 		g.enforcedBodySizeText = string(spec.EnforcedBodySizeLimit)
 		if g.enforcedBodySize, err = units.ParseBase2Bytes(g.enforcedBodySizeText); err != nil {
 			return nil, fmt.Errorf("spec.enforcedBodySizeLimit: invalid size %q: %w", g.enforcedBodySizeText, err)
+		}
+		if gc.BodySizeLimit == "" {
+			// The existing operator's global fallback (it does not cap a global value that
+			// is set: the jobs it generates are capped one by one).
+			gc.BodySizeLimit = g.enforcedBodySizeText
 		}
 	}
 

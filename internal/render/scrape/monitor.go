@@ -110,6 +110,11 @@ func (mc *monitorContext) selector(field, object string, sel *metav1.LabelSelect
 		case monitoringv1.SelectorMechanismRole:
 			if !parsed.Empty() {
 				mc.sd.Selectors = []sdSelector{{Role: mc.sd.Role, Label: parsed.String()}}
+				if object == "service" {
+					// The endpoints (or endpointslice) role also watches Services: the existing
+					// operator narrows that watch with the same selector, after the role's own.
+					mc.sd.Selectors = append(mc.sd.Selectors, sdSelector{Role: "service", Label: parsed.String()})
+				}
 			}
 			return nil
 		default:

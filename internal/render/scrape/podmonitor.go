@@ -3,12 +3,10 @@ package scrape
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/prometheus/util/strutil"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 const rolePod = "pod"
@@ -123,9 +121,13 @@ func (g *generator) podEndpointJob(mc *monitorContext, i int, ep *monitoringv1.P
 		return nil, rej
 	}
 
-	// The ServiceMonitor order without the Service's steps.
+	// The ServiceMonitor order without the Service's steps, except that the existing operator
+	// drops finished pods right after saving the job name, before the selector.
 	rules := make([]*relabelRule, 0, 14+len(mc.selectorRules)+len(mc.labelRules)+len(mc.classRelabel)+len(userRelabel))
 	rules = append(rules, copyRule("job", "__tmp_prometheus_job_name"))
+	if ep.FilterRunning == nil || *ep.FilterRunning {
+		rules = append(rules, dropRule("(Failed|Succeeded)", "__meta_kubernetes_pod_phase"))
+	}
 	rules = append(rules, mc.selectorRules...)
 	if portRule != nil {
 		rules = append(rules, portRule)
@@ -135,9 +137,6 @@ func (g *generator) podEndpointJob(mc *monitorContext, i int, ep *monitoringv1.P
 		copyRule("__meta_kubernetes_pod_container_name", "container"),
 		copyRule("__meta_kubernetes_pod_name", "pod"),
 	)
-	if ep.FilterRunning == nil || *ep.FilterRunning {
-		rules = append(rules, dropRule("(Failed|Succeeded)", "__meta_kubernetes_pod_phase"))
-	}
 	rules = append(rules, mc.labelRules...)
 	rules = append(rules, mc.jobRules...)
 	if endpointLabel != "" {
@@ -166,8 +165,8 @@ func podPortFilter(field string, ep *monitoringv1.PodMetricsEndpoint) (*relabelR
 		portNumber = "__meta_kubernetes_pod_container_port_number"
 	)
 	byName := func(sub, name string) (*relabelRule, string, *rejection) {
-		if errs := validation.IsValidPortName(name); len(errs) > 0 {
-			return nil, "", reject(ReasonInvalidPort, "%s.%s: %q is not a valid container port name (IANA service name): %s", field, sub, name, strings.Join(errs, "; "))
+		if err := PortPattern(name); err != nil {
+			return nil, "", reject(ReasonInvalidPort, "%s.%s: %q is %v", field, sub, name, err)
 		}
 		return keepRule(name, portName), name, nil
 	}

@@ -128,9 +128,14 @@ func TestGeneratePodMonitorVerdicts(t *testing.T) {
 			want: []wantVerdict{{key: "default/app", reason: ReasonSecretNotFound, message: "podMetricsEndpoints[0].tlsConfig.ca.secret: Secret default/tls not found"}},
 		},
 		{
-			name: "rejects a PodMonitor port name that is not an IANA service name",
+			name: "rejects a PodMonitor port that does not compile as a regex",
+			in:   in(pm(withPodEndpoints(podEndpoint(podPort("metrics(("))))),
+			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidPort, msgContains: []string{`podMetricsEndpoints[0].port: "metrics((" is not a valid port name pattern`}}},
+		},
+		{
+			name: "accepts a PodMonitor port longer than an IANA service name, as the existing operator does",
 			in:   in(pm(withPodEndpoints(podEndpoint(podPort("metrics-for-prometheus"))))),
-			want: []wantVerdict{{key: "default/app", reason: ReasonInvalidPort, msgContains: []string{`podMetricsEndpoints[0].port: "metrics-for-prometheus" is not a valid container port name`}}},
+			want: []wantVerdict{{key: "default/app"}},
 		},
 		{
 			name: "rejects a PodMonitor portNumber outside 1-65535",

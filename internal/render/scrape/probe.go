@@ -10,8 +10,10 @@ import (
 const (
 	roleIngress       = "ingress"
 	defaultProberPath = "/probe"
-	// The label ProbeTargetIngress.relabelingConfigs is documented to find the Ingress address in.
-	ingressAddressLabel = "__tmp_prometheus_ingress_address"
+	// The label holding the Ingress address for ProbeTargetIngress.relabelingConfigs. The API
+	// documents __tmp_prometheus_ingress_address, but the existing operator writes this one, and
+	// relabelings written against it must keep producing the same URL.
+	ingressAddressLabel = "__tmp_ingress_address"
 
 	staticTargetsField  = "targets.staticConfig"
 	ingressTargetsField = "targets.ingress"

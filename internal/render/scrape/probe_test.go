@@ -360,7 +360,7 @@ func TestGenerateOrdersKinds(t *testing.T) {
 	runVerdictCases(t, []verdictCase{{
 		name: "orders verdicts and jobs by kind, then namespace/name, and rejects each kind alone",
 		in: newMixedInput(newPrometheus(),
-			monitors(newServiceMonitor("b", "sm"), newServiceMonitor("a", "sm", withEndpoints(endpoint(port("Bad_Port"))))),
+			monitors(newServiceMonitor("b", "sm"), newServiceMonitor("a", "sm", withEndpoints(endpoint(port("bad(port"))))),
 			podMonitors(newPodMonitor("b", "pm"), newPodMonitor("a", "pm", withPodEndpoints(podEndpoint(podPortNumber(0))))),
 			probes(newProbe("b", "probe"), newProbe("a", "probe", withProbeSpec(func(s *monitoringv1.ProbeSpec) { s.ProberSpec.URL = "" }))),
 		),

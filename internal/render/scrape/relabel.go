@@ -126,6 +126,17 @@ func regexError(expr string, err error) string {
 	return err.Error()
 }
 
+// PortPattern checks a monitor's port name (ServiceMonitor endpoints[].port, PodMonitor port
+// and a named targetPort): the existing operator writes it as the regex of the port's keep
+// rule, so a pattern such as "http|metrics" selects several ports. It must compile as the
+// regex Prometheus makes of it. The admission webhook checks the same.
+func PortPattern(port string) error {
+	if _, err := relabel.NewRegexp(port); err != nil {
+		return fmt.Errorf("not a valid port name pattern (a regular expression, as the existing operator uses it): %s", regexError(port, err))
+	}
+	return nil
+}
+
 // Constructors for the rules the generator writes itself.
 
 func copyRule(source, target string) *relabelRule {

@@ -148,9 +148,11 @@ func (g *generator) scrapeConfigJobs(sc *monitoringv1alpha1.ScrapeConfig) ([]*sc
 	if mc.enforceNS {
 		rules = append(rules, setRule(g.prom.Spec.EnforcedNamespaceLabel, sc.Namespace))
 	}
-	// A job that shards itself (a hashmod relabeling of its own) is left to it: a second
-	// hashmod would re-hash the first one's result.
-	if !hasHashmod(userRelabel) {
+	// As with the existing operator, a ScrapeConfig gets sharding rules only when the targets
+	// are spread over shards (unlike the monitors' jobs, which always carry them), and a job
+	// that shards itself (a hashmod relabeling of its own) is left to it: a second hashmod
+	// would re-hash the first one's result.
+	if g.sharded() && !hasHashmod(userRelabel) {
 		rules = append(rules, shardingRules(g.shards, "__address__")...)
 	}
 	job.RelabelConfigs = rules

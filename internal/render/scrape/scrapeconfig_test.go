@@ -119,7 +119,7 @@ func TestGenerateScrapeConfigVerdicts(t *testing.T) {
 
 	tests := []verdictCase{
 		{
-			name: "accepts a static ScrapeConfig and wraps it in the job name, job label and sharding rules",
+			name: "accepts a static ScrapeConfig and wraps it in the job name and job label, without sharding rules for one shard",
 			in:   in(spec(func(s *monitoringv1alpha1.ScrapeConfigSpec) { s.JobName = ptr("nodes") })),
 			want: []wantVerdict{{kind: "ScrapeConfig", key: "default/sc"}},
 			check: func(t *testing.T, res *Result) {
@@ -128,11 +128,26 @@ func TestGenerateScrapeConfigVerdicts(t *testing.T) {
 					t.Errorf("static_configs = %+v", j.StaticConfigs)
 				}
 				rules := j.RelabelConfigs
-				if len(rules) != 5 || rules[0].TargetLabel != "__tmp_prometheus_job_name" || rules[1].TargetLabel != "job" || *rules[1].Replacement != "nodes" || rules[4].Action != "keep" {
+				if len(rules) != 2 || rules[0].TargetLabel != "__tmp_prometheus_job_name" || rules[1].TargetLabel != "job" || *rules[1].Replacement != "nodes" {
 					t.Errorf("relabel_configs = %+v", rules)
 				}
 				if res.AllNamespaces || len(res.Namespaces) != 0 || res.DiscoverNodes {
 					t.Errorf("a static ScrapeConfig grants discovery: %v %v %v", res.Namespaces, res.AllNamespaces, res.DiscoverNodes)
+				}
+			},
+		},
+		{
+			name: "gives a ScrapeConfig the sharding rules when the Prometheus has several shards",
+			in: withScrapeConfigs(newInput(func() *monitoringv1.Prometheus {
+				p := newPrometheus()
+				p.Spec.Shards = ptr[int32](2)
+				return p
+			}(), nil), sc()),
+			want: []wantVerdict{{kind: "ScrapeConfig", key: "default/sc"}},
+			check: func(t *testing.T, res *Result) {
+				rules := job(t, res).RelabelConfigs
+				if len(rules) != 4 || rules[2].Action != "hashmod" || rules[2].Modulus != 2 || rules[3].Action != "keep" {
+					t.Errorf("relabel_configs = %+v", rules)
 				}
 			},
 		},

@@ -3,12 +3,10 @@ package scrape
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/prometheus/util/strutil"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // metaLabels are the discovery labels that differ between the endpoints and endpointslice roles.
@@ -188,9 +186,8 @@ func (g *generator) endpointJob(mc *monitorContext, i int, ep *monitoringv1.Endp
 func (g *generator) portFilter(mc *monitorContext, field string, ep *monitoringv1.Endpoint) (*relabelRule, string, *rejection) {
 	switch {
 	case ep.Port != "":
-		// Service port names are DNS labels (up to 63 characters), unlike container port names.
-		if errs := validation.IsDNS1123Label(ep.Port); len(errs) > 0 {
-			return nil, "", reject(ReasonInvalidPort, "%s.port: %q is not a valid Service port name: %s", field, ep.Port, strings.Join(errs, "; "))
+		if err := PortPattern(ep.Port); err != nil {
+			return nil, "", reject(ReasonInvalidPort, "%s.port: %q is %v", field, ep.Port, err)
 		}
 		return keepRule(ep.Port, mc.meta.portName), ep.Port, nil
 	case ep.TargetPort != nil && ep.TargetPort.Type == intstr.Int:
@@ -202,8 +199,8 @@ func (g *generator) portFilter(mc *monitorContext, field string, ep *monitoringv
 		return keepRule(s, "__meta_kubernetes_pod_container_port_number"), s, nil
 	case ep.TargetPort != nil:
 		name := ep.TargetPort.StrVal
-		if errs := validation.IsValidPortName(name); len(errs) > 0 {
-			return nil, "", reject(ReasonInvalidPort, "%s.targetPort: %q is not a valid container port name (IANA service name): %s", field, name, strings.Join(errs, "; "))
+		if err := PortPattern(name); err != nil {
+			return nil, "", reject(ReasonInvalidPort, "%s.targetPort: %q is %v", field, name, err)
 		}
 		return keepRule(name, "__meta_kubernetes_pod_container_port_name"), name, nil
 	}
