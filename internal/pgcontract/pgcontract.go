@@ -199,7 +199,18 @@ type Status struct {
 	// the promotion took from the moment the old primary was lost.
 	LastPromotion         *time.Time `json:"lastPromotion,omitempty"`
 	LastPromotionDuration Duration   `json:"lastPromotionDuration,omitempty"`
+	// LastPromotionReason is why: PromotionFailover (the old primary was
+	// lost), PromotionSwitchover (it handed over), or PromotionBootstrap
+	// (the first primary of the cluster).
+	LastPromotionReason string `json:"lastPromotionReason,omitempty"`
 }
+
+// Reasons of a promotion (Status.LastPromotionReason).
+const (
+	PromotionFailover   = "Failover"
+	PromotionSwitchover = "Switchover"
+	PromotionBootstrap  = "Bootstrap"
+)
 
 type ReplicaStatus struct {
 	Instance   string  `json:"instance"`
