@@ -41,11 +41,14 @@ bench: tools ## Scale harness (not part of make test): cold start, change latenc
 	$(GO) run ./bench -scenario all -out docs/bench-results.json $(BENCH_FLAGS)
 .PHONY: bench
 
-manifests: ## Generate the monitoring.coreos.com CRDs into config/crd, then the install paths from internal/install
+manifests: ## Generate the monitoring.coreos.com CRDs into config/crd, PostgresCluster's into config/postgres/crd (and its deepcopy), then the install paths from internal/install
 	@rm -rf config/crd && mkdir -p config/crd
 	$$($(GO) run ./hack/tools controller-gen | cut -f2) crd:crdVersions=v1 \
 		paths=$(MONITORING)/v1 paths=$(MONITORING)/v1alpha1 paths=$(MONITORING)/v1beta1 \
 		output:crd:dir=config/crd
+	@rm -rf config/postgres/crd && mkdir -p config/postgres/crd   # PGO's PostgresCluster, from Lookout's own types
+	$$($(GO) run ./hack/tools controller-gen | cut -f2) object paths=./api/postgres/...
+	$$($(GO) run ./hack/tools controller-gen | cut -f2) crd:crdVersions=v1 paths=./api/postgres/... output:crd:dir=config/postgres/crd
 	$(GO) run ./hack/install   # config/default and overlays, config/lookout.yaml, charts/lookout
 
 verify: manifests vet ## Regenerate everything and fail when the tree changed

@@ -26,6 +26,8 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lookout-operator/lookout/internal/controller"
+	"github.com/lookout-operator/lookout/internal/gather"
+	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
 	"github.com/lookout-operator/lookout/internal/scheme"
 	"github.com/lookout-operator/lookout/internal/version"
 	lookoutwebhook "github.com/lookout-operator/lookout/internal/webhook"
@@ -53,6 +55,8 @@ type operatorOptions struct {
 	whFailurePolicy         string
 	watchList               bool
 	watchListSet            bool // --watch-list was given
+	controllers             []string
+	postgres                controller.PostgresOptions
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -101,6 +105,10 @@ func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.wh.ConfigurationName, "webhook-configuration", "lookout", "Name of the ValidatingWebhookConfiguration")
 	f.StringVar(&o.wh.CAInjectFrom, "webhook-ca-inject-from", "", "With --webhook-manage-certs=false: cert-manager Certificate <namespace>/<name> for CA injection")
 	f.StringVar(&o.reloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar")
+	f.StringSliceVar(&o.controllers, "controllers", nil, "Controllers to run (comma-separated), of "+controllerNames()+"; empty runs every one whose CRD is installed")
+	f.StringVar(&o.postgres.Image, "postgres-image", version.Image("lookout-postgres"), "Image of the PostgreSQL instances of a PostgresCluster whose spec.image is empty")
+	f.StringSliceVar(&o.postgres.BinDirs, "postgres-bin-dirs", []string{gather.DefaultPostgresBinDirs}, "Globs of the PostgreSQL bin directories (<...>/<major>/bin) of the instance image: the majors a PostgresCluster may ask for, and the parameters each accepts")
+	f.Int64Var(&o.postgres.RunAsUser, "postgres-uid", pgrender.DefaultRunAsUser, "User (and group, fsGroup) id of the PostgreSQL containers, as the instance image has it")
 	f.BoolVar(&o.watchList, "watch-list", false, "Informers receive their initial objects as a stream of watch events (client-go's WatchListClient) instead of pages of lists: less apiserver memory for very large collections, a slower start (default: pages, unless KUBE_FEATURE_WatchListClient says otherwise)")
 }
 
@@ -208,6 +216,8 @@ func runOperator(o operatorOptions) error {
 	if err := controller.Setup(mgr, controller.Options{
 		Workers:       o.workers,
 		ReloaderImage: o.reloaderImage,
+		Controllers:   o.controllers,
+		Postgres:      o.postgres,
 	}); err != nil {
 		return fmt.Errorf("set up controllers: %w", err)
 	}
@@ -277,4 +287,13 @@ func setGCPercent() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(defaultGCPercent)
 	}
+}
+
+// controllerNames lists the controllers --controllers takes.
+func controllerNames() string {
+	names := make([]string, len(controller.ControllerNames))
+	for i, c := range controller.ControllerNames {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
 }

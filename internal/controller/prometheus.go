@@ -42,6 +42,11 @@ type Options struct {
 	Workers int
 	// ReloaderImage is the image of the config-reloader sidecar.
 	ReloaderImage string
+	// Controllers, when not empty, are the only controllers run (see
+	// ControllerNames); otherwise every one whose CRD is installed.
+	Controllers []string
+	// Postgres configures the PostgresCluster controller.
+	Postgres PostgresOptions
 }
 
 // PrometheusReconciler converges one Prometheus.

@@ -12,8 +12,10 @@ import (
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -29,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
 	"github.com/lookout-operator/lookout/internal/apply"
 	"github.com/lookout-operator/lookout/internal/gather"
 	"github.com/lookout-operator/lookout/internal/selection"
@@ -60,8 +63,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(bindings); err != nil {
 		return err
 	}
+	run, err := controllersToRun(mgr, opts.Controllers)
+	if err != nil {
+		return err
+	}
 	// Prometheus and PrometheusAgent: one reconciler, two kinds.
 	for _, kind := range []*servedKind{prometheusKind, agentKind} {
+		if !run[kind.controller] {
+			continue
+		}
 		r := &PrometheusReconciler{
 			Client:   mgr.GetClient(),
 			Live:     mgr.GetAPIReader(),
@@ -75,12 +85,95 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
-	am := &AlertmanagerReconciler{newWorkloadReconciler[*monitoringv1.Alertmanager](mgr, opts, applier, bindings)}
-	if err := am.SetupWithManager(mgr); err != nil {
-		return err
+	if run["alertmanager"] {
+		am := &AlertmanagerReconciler{newWorkloadReconciler[*monitoringv1.Alertmanager](mgr, opts, applier, bindings)}
+		if err := am.SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
-	tr := &ThanosRulerReconciler{newWorkloadReconciler[*monitoringv1.ThanosRuler](mgr, opts, applier, bindings)}
-	return tr.SetupWithManager(mgr)
+	if run["thanosruler"] {
+		tr := &ThanosRulerReconciler{newWorkloadReconciler[*monitoringv1.ThanosRuler](mgr, opts, applier, bindings)}
+		if err := tr.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	if run["postgrescluster"] {
+		k, err := newPostgresKind(context.Background(), mgr, opts.Postgres)
+		if err != nil {
+			return err
+		}
+		pg := &PostgresClusterReconciler{newWorkloadReconciler[*postgresv1beta1.PostgresCluster](mgr, opts, applier, bindings)}
+		if err := pg.SetupWithManager(mgr, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ControllerNames are the controllers the operator can run, and the kind each serves.
+var ControllerNames = []struct {
+	Name string
+	Kind schema.GroupKind
+}{
+	{"prometheus", schema.GroupKind{Group: monitoringv1.SchemeGroupVersion.Group, Kind: monitoringv1.PrometheusesKind}},
+	{"prometheusagent", schema.GroupKind{Group: monitoringv1alpha1.SchemeGroupVersion.Group, Kind: monitoringv1alpha1.PrometheusAgentsKind}},
+	{"alertmanager", schema.GroupKind{Group: monitoringv1.SchemeGroupVersion.Group, Kind: monitoringv1.AlertmanagersKind}},
+	{"thanosruler", schema.GroupKind{Group: monitoringv1.SchemeGroupVersion.Group, Kind: monitoringv1.ThanosRulerKind}},
+	{"postgrescluster", schema.GroupKind{Group: postgresv1beta1.GroupVersion.Group, Kind: postgresv1beta1.Kind}},
+}
+
+// controllersToRun decides which controllers run: those named (each must know its kind
+// served), or, with none named, every one whose CRD the apiserver serves.
+func controllersToRun(mgr ctrl.Manager, named []string) (map[string]bool, error) {
+	known := map[string]schema.GroupKind{}
+	for _, c := range ControllerNames {
+		known[c.Name] = c.Kind
+	}
+	served := func(gk schema.GroupKind) (bool, error) {
+		_, err := mgr.GetRESTMapper().RESTMapping(gk)
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	run := map[string]bool{}
+	if len(named) > 0 {
+		for _, n := range named {
+			gk, ok := known[n]
+			if !ok {
+				return nil, fmt.Errorf("unknown controller %q (known: %s)", n, controllerList())
+			}
+			ok, err := served(gk)
+			if err != nil {
+				return nil, fmt.Errorf("controller %s: %w", n, err)
+			}
+			if !ok {
+				return nil, fmt.Errorf("controller %s needs the %s CRD, which the apiserver does not serve", n, gk)
+			}
+			run[n] = true
+		}
+		return run, nil
+	}
+	for _, c := range ControllerNames {
+		ok, err := served(c.Kind)
+		if err != nil {
+			return nil, fmt.Errorf("controller %s: %w", c.Name, err)
+		}
+		if ok {
+			run[c.Name] = true
+		} else {
+			mgr.GetLogger().Info("Not running a controller: its CRD is not installed", "controller", c.Name, "kind", c.Kind.String())
+		}
+	}
+	return run, nil
+}
+
+func controllerList() string {
+	names := make([]string, len(ControllerNames))
+	for i, c := range ControllerNames {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // SetupWithManager wires the watches. Every event ends as the key of the
@@ -157,7 +250,7 @@ func mapOwned(refs *refIndex, ownerKind, kind string, obj client.Object, ownEcho
 		if ownEcho {
 			break
 		}
-		if ref.Kind == ownerKind && strings.HasPrefix(ref.APIVersion, monitoringv1.SchemeGroupVersion.Group+"/") {
+		if ref.Kind == ownerKind && lookoutGroup(ref.APIVersion) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}})
 		}
 	}
@@ -165,6 +258,12 @@ func mapOwned(refs *refIndex, ownerKind, kind string, obj client.Object, ownEcho
 		out = append(out, reconcile.Request{NamespacedName: key})
 	}
 	return out
+}
+
+// lookoutGroup reports whether apiVersion is of a group whose kinds Lookout serves.
+func lookoutGroup(apiVersion string) bool {
+	return strings.HasPrefix(apiVersion, monitoringv1.SchemeGroupVersion.Group+"/") ||
+		strings.HasPrefix(apiVersion, postgresv1beta1.GroupVersion.Group+"/")
 }
 
 type watchedKind int

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +67,20 @@ type workloadKind[T client.Object] interface {
 	setStatus(obj T, sts *appsv1.StatefulSetStatus, st *statusUpdate)
 }
 
+// statusReader is implemented by a kind whose status reads more than one StatefulSet
+// (PostgresCluster: every instance's, and what each instance reports): writeStatus
+// calls it instead of statefulSet and setStatus.
+type statusReader[T client.Object] interface {
+	readStatus(ctx context.Context, c client.Reader, obj T, st *statusUpdate) error
+}
+
+// resyncer is implemented by a kind whose status comes from somewhere no watch sees
+// (the instances' own status endpoints): a reconcile that ends without error or
+// requeue comes back after resync.
+type resyncer interface {
+	resync() time.Duration
+}
+
 // rendered is what a kind's render hands the skeleton.
 type rendered struct {
 	objects  []workload.Object
@@ -103,7 +118,27 @@ func (r *workloadReconciler[T]) forget(key types.NamespacedName) {
 
 // Reconcile is level-triggered: it renders the whole desired state from what exists now
 // and converges to it.
-func (r *workloadReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *workloadReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	if rs, ok := r.kind.(resyncer); ok {
+		defer func() {
+			if err == nil && res.IsZero() && r.live(req.NamespacedName) {
+				res.RequeueAfter = rs.resync()
+			}
+		}()
+	}
+	return r.reconcile(ctx, req)
+}
+
+// live reports whether the workload of key is known to exist (a reconcile remembered it
+// and it was not forgotten).
+func (r *workloadReconciler[T]) live(key types.NamespacedName) bool {
+	r.memory.mu.Lock()
+	defer r.memory.mu.Unlock()
+	_, ok := r.memory.byKey[key]
+	return ok
+}
+
+func (r *workloadReconciler[T]) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	obj := r.kind.newObject()
 	if found, err := getWorkload(ctx, r.Client, req.NamespacedName, obj); !found {
@@ -176,13 +211,24 @@ func (r *workloadReconciler[T]) finalize(ctx context.Context, obj T, mem *worklo
 // writeStatus patches the status the kind computes, when it changed.
 func (r *workloadReconciler[T]) writeStatus(ctx context.Context, obj T, st *statusUpdate) error {
 	countReconcileError(r.kind.name(), st)
+	next := obj.DeepCopyObject().(T)
+	if sr, ok := r.kind.(statusReader[T]); ok {
+		if err := sr.readStatus(ctx, r.Client, next, st); err != nil {
+			return err
+		}
+		return r.patchStatus(ctx, obj, next)
+	}
 	var sts appsv1.StatefulSet
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: r.kind.statefulSet(obj)}, &sts)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	next := obj.DeepCopyObject().(T)
 	r.kind.setStatus(next, &sts.Status, st)
+	return r.patchStatus(ctx, obj, next)
+}
+
+// patchStatus patches the status of obj to next's, when it changed.
+func (r *workloadReconciler[T]) patchStatus(ctx context.Context, obj, next T) error {
 	if apiequality.Semantic.DeepEqual(obj, next) {
 		return nil
 	}
@@ -201,12 +247,13 @@ func replicaCounts(sts *appsv1.StatefulSetStatus) (replicas, updated, available,
 // the workload itself, its StatefulSet, the co-owned governing Service (every owner
 // mapped), owned and referenced Secrets and ConfigMaps (metadata only), and Namespaces
 // whose labels its namespace selector reads. selecting maps events of objects (a
-// Namespace when namespaces is set) to the workloads that select them.
+// Namespace when namespaces is set) to the workloads that select them; nil for a kind
+// that selects nothing.
 func (r *workloadReconciler[T]) controllerFor(mgr ctrl.Manager, name string, selecting func(c client.Reader, namespaces bool) *selectionEvents) *builder.TypedBuilder[reconcile.Request] {
 	r.gather = &gather.Cluster{Cache: mgr.GetClient(), Live: r.Live, Informers: mgr.GetCache()}
 	r.refs = newRefIndex()
 	kind := r.kind.name()
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		For(r.kind.newObject(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -215,8 +262,11 @@ func (r *workloadReconciler[T]) controllerFor(mgr ctrl.Manager, name string, sel
 		// Owned Secrets and ConfigMaps revert drift; referenced ones re-render.
 		WatchesMetadata(&corev1.Secret{}, metadataHandler(r.Applier, r.refs, kind, "Secret")).
 		WatchesMetadata(&corev1.ConfigMap{}, metadataHandler(r.Applier, r.refs, kind, "ConfigMap")).
-		Watches(&corev1.Namespace{}, selecting(mgr.GetClient(), true)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers})
+	if selecting != nil {
+		b = b.Watches(&corev1.Namespace{}, selecting(mgr.GetClient(), true))
+	}
+	return b
 }
 
 // selectingWorkload is one workload as a selection event handler sees it: its key, its

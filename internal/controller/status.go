@@ -96,25 +96,39 @@ func (r *PrometheusReconciler) writeStatus(ctx context.Context, obj client.Objec
 // setConditions sets Available from the replicas available out of want, and
 // Reconciled from what the reconcile learned.
 func setConditions(conditions *[]monitoringv1.Condition, generation int64, want, available int32, st *statusUpdate) {
+	for _, c := range conditionsOf(want, available, st) {
+		setCondition(conditions, generation, monitoringv1.ConditionType(c.typ), monitoringv1.ConditionStatus(c.status), c.reason, c.message)
+	}
+}
+
+// condition is one condition a reconcile sets, whatever the API's condition type.
+type condition struct{ typ, status, reason, message string }
+
+// conditionsOf are the Available condition, from the replicas available out of want,
+// and the Reconciled condition, from what the reconcile learned (none when it learned
+// nothing). Available's status may be Degraded, which only monitoring.coreos.com has.
+func conditionsOf(want, available int32, st *statusUpdate) []condition {
+	var out []condition
 	switch {
 	case want > 0 && available >= want:
-		setCondition(conditions, generation, monitoringv1.Available, monitoringv1.ConditionTrue, ReasonAllReplicasAvailable, "")
+		out = append(out, condition{string(monitoringv1.Available), string(monitoringv1.ConditionTrue), ReasonAllReplicasAvailable, ""})
 	case available > 0:
-		setCondition(conditions, generation, monitoringv1.Available, monitoringv1.ConditionDegraded, ReasonSomeReplicasUnavailable,
-			fmt.Sprintf("%d of %d replicas are available", available, want))
+		out = append(out, condition{string(monitoringv1.Available), string(monitoringv1.ConditionDegraded), ReasonSomeReplicasUnavailable,
+			fmt.Sprintf("%d of %d replicas are available", available, want)})
 	default:
-		setCondition(conditions, generation, monitoringv1.Available, monitoringv1.ConditionFalse, ReasonNoReplicasAvailable,
-			fmt.Sprintf("0 of %d replicas are available", want))
+		out = append(out, condition{string(monitoringv1.Available), string(monitoringv1.ConditionFalse), ReasonNoReplicasAvailable,
+			fmt.Sprintf("0 of %d replicas are available", want)})
 	}
 	switch {
 	case st.paused:
-		setCondition(conditions, generation, monitoringv1.Reconciled, monitoringv1.ConditionUnknown, ReasonPaused,
-			"spec.paused is true: the operator changes nothing until it is unset")
+		out = append(out, condition{string(monitoringv1.Reconciled), string(monitoringv1.ConditionUnknown), ReasonPaused,
+			"spec.paused is true: the operator changes nothing until it is unset"})
 	case st.reconcileErr != nil:
-		setCondition(conditions, generation, monitoringv1.Reconciled, monitoringv1.ConditionFalse, st.reconcileErr.Reason, st.reconcileErr.Message)
+		out = append(out, condition{string(monitoringv1.Reconciled), string(monitoringv1.ConditionFalse), st.reconcileErr.Reason, st.reconcileErr.Message})
 	case st.reconciled:
-		setCondition(conditions, generation, monitoringv1.Reconciled, monitoringv1.ConditionTrue, ReasonReconcileSucceeded, "")
+		out = append(out, condition{string(monitoringv1.Reconciled), string(monitoringv1.ConditionTrue), ReasonReconcileSucceeded, ""})
 	}
+	return out
 }
 
 // setCondition sets a condition, keeping lastTransitionTime when the status

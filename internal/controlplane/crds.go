@@ -22,6 +22,14 @@ import (
 // tooling installs.
 const FieldOwner = "lookout-dev"
 
+// CRD directories, relative to the repository root, as make manifests writes
+// them: the monitoring.coreos.com kinds, and PGO's PostgresCluster. A test or
+// demo that runs PostgreSQL installs both (InstallCRDs once per directory).
+const (
+	MonitoringCRDDir = "config/crd"
+	PostgresCRDDir   = "config/postgres/crd"
+)
+
 // InstallCRDs applies every CRD in dir with server-side apply (several of the
 // monitoring.coreos.com CRDs are larger than the client-side-apply annotation
 // limit) and waits until all of them are Established.

@@ -199,7 +199,18 @@ type Status struct {
 	// the promotion took from the moment the old primary was lost.
 	LastPromotion         *time.Time `json:"lastPromotion,omitempty"`
 	LastPromotionDuration Duration   `json:"lastPromotionDuration,omitempty"`
+	// LastPromotionReason is why: PromotionFailover (the old primary was
+	// lost), PromotionSwitchover (it handed over), or PromotionBootstrap
+	// (the first primary of the cluster).
+	LastPromotionReason string `json:"lastPromotionReason,omitempty"`
 }
+
+// Reasons of a promotion (Status.LastPromotionReason).
+const (
+	PromotionFailover   = "Failover"
+	PromotionSwitchover = "Switchover"
+	PromotionBootstrap  = "Bootstrap"
+)
 
 type ReplicaStatus struct {
 	Instance   string  `json:"instance"`
@@ -208,3 +219,27 @@ type ReplicaStatus struct {
 	LagBytes   int64   `json:"lagBytes"`
 	LagSeconds float64 `json:"lagSeconds"`
 }
+
+// Metrics the instance manager serves at PathMetrics, which the PodMonitor
+// and PrometheusRule the controller renders for every cluster read. Each
+// carries no labels of its own: the scrape adds namespace, pod and cluster.
+const (
+	// MetricUp is 1 while PostgreSQL accepts connections, else 0.
+	MetricUp = "lookout_postgres_up"
+	// MetricPrimary is 1 on the instance that is primary (holds the Lease
+	// and runs read-write), else 0.
+	MetricPrimary = "lookout_postgres_primary"
+	// MetricReplicaStreaming is 1 on a replica whose WAL receiver streams
+	// from the primary, 0 on a replica that does not; absent on the primary.
+	MetricReplicaStreaming = "lookout_postgres_replica_streaming"
+	// MetricReplicationLagBytes is how many bytes of WAL a replica has yet
+	// to replay; absent on the primary.
+	MetricReplicationLagBytes = "lookout_postgres_replication_lag_bytes"
+	// MetricFailoverBlocked is 1 on a replica that would take over and may
+	// not (Status.FailoverBlocked), else 0.
+	MetricFailoverBlocked = "lookout_postgres_failover_blocked"
+	// MetricConnections is the number of client backends
+	// (pg_stat_activity); MetricMaxConnections is max_connections.
+	MetricConnections    = "lookout_postgres_connections"
+	MetricMaxConnections = "lookout_postgres_max_connections"
+)

@@ -1,5 +1,6 @@
 // Package scheme holds the runtime.Scheme with every type Lookout reads or
-// writes: the Kubernetes built-ins and the monitoring.coreos.com kinds.
+// writes: the Kubernetes built-ins, the monitoring.coreos.com kinds and
+// PGO's PostgresCluster.
 package scheme
 
 import (
@@ -9,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
 )
 
 // Scheme is shared by the operator, the CLI and the tests.
@@ -19,4 +22,5 @@ func init() {
 	utilruntime.Must(monitoringv1.AddToScheme(Scheme))
 	utilruntime.Must(monitoringv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(monitoringv1beta1.AddToScheme(Scheme))
+	utilruntime.Must(postgresv1beta1.AddToScheme(Scheme))
 }

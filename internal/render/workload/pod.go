@@ -64,19 +64,20 @@ func CheckStorage(st *monitoringv1.StorageSpec) *SpecError {
 		if st.Ephemeral.VolumeClaimTemplate == nil {
 			return Invalid("spec.storage.ephemeral.volumeClaimTemplate", "is required")
 		}
-		return checkClaimSpec("spec.storage.ephemeral.volumeClaimTemplate.spec", st.Ephemeral.VolumeClaimTemplate.Spec)
+		return CheckClaimSpec("spec.storage.ephemeral.volumeClaimTemplate.spec", st.Ephemeral.VolumeClaimTemplate.Spec)
 	case HasVolumeClaimTemplate(st):
 		if n := st.VolumeClaimTemplate.Name; n != "" {
 			if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
 				return Invalid("spec.storage.volumeClaimTemplate.metadata.name", "%q is not a valid volume name: %s", n, strings.Join(errs, "; "))
 			}
 		}
-		return checkClaimSpec("spec.storage.volumeClaimTemplate.spec", st.VolumeClaimTemplate.Spec)
+		return CheckClaimSpec("spec.storage.volumeClaimTemplate.spec", st.VolumeClaimTemplate.Spec)
 	}
 	return nil
 }
 
-func checkClaimSpec(field string, spec corev1.PersistentVolumeClaimSpec) *SpecError {
+// CheckClaimSpec refuses a PersistentVolumeClaim spec without a positive storage request.
+func CheckClaimSpec(field string, spec corev1.PersistentVolumeClaimSpec) *SpecError {
 	size, ok := spec.Resources.Requests[corev1.ResourceStorage]
 	if !ok {
 		return Invalid(field+".resources.requests.storage", "is required: the PersistentVolumeClaims could not be created without it")
