@@ -91,11 +91,14 @@ func (m *Manager) primaryStep(ctx context.Context, cfg *pgcontract.Config, lease
 		m.setState("Running", "list pods: "+err.Error())
 		return nil
 	}
-	if err := ensureSlots(ctx, m.conn, others); err != nil {
+	// Bounded: in strict synchronous mode a write waits for a standby.
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := ensureSlots(sctx, m.conn, others); err != nil {
 		m.setState("Running", err.Error())
 	}
 	if m.usersGen != cfg.Generation {
-		if err := ensureUsers(ctx, m.conn, cfg.Users); err != nil {
+		if err := ensureUsers(sctx, m.conn, cfg.Users); err != nil {
 			m.setState("Running", err.Error())
 		} else {
 			m.usersGen = cfg.Generation
@@ -193,9 +196,6 @@ func (m *Manager) switchover(ctx context.Context, cfg *pgcontract.Config, sw *pg
 	}
 	handover := checkpointLocation(out)
 	next := desiredSyncSet(cfg.SynchronousMode, cfg.SynchronousModeStrict, cfg.SynchronousNodeCount, nil, without(append(others, m.o.PodName), target))
-	m.mu.Lock()
-	m.role = pgcontract.RolePrimary // writeLease renews only a holder
-	m.mu.Unlock()
 	err = m.writeLease(ctx, func(l *coordv1.Lease) {
 		l.Spec.HolderIdentity = ptr.To(target)
 		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
@@ -203,9 +203,6 @@ func (m *Manager) switchover(ctx context.Context, cfg *pgcontract.Config, sw *pg
 		setAnnotation(l, annotationHandoverLSN, handover)
 		setLeaseSync(l, next)
 	})
-	m.mu.Lock()
-	m.role = ""
-	m.mu.Unlock()
 	if err != nil {
 		m.log.Warn("Switchover: could not hand the lease over; the lease expires and the replicas elect", "err", err)
 	}
@@ -638,9 +635,6 @@ func (m *Manager) promote(ctx context.Context, renewed time.Time) error {
 	m.mu.Unlock()
 	m.log.Info("Promoted", "since primary lost", now.Sub(lost).Round(time.Millisecond))
 	m.label(ctx, pgcontract.RolePrimary)
-	if err := ensureReplicationUser(ctx, m.conn, m.password); err != nil {
-		m.log.Warn("Replication user", "err", err)
-	}
 	return nil
 }
 

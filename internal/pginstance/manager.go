@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -207,10 +208,11 @@ func (m *Manager) bootstrap(ctx context.Context, cfg *pgcontract.Config) error {
 		if !m.pg.hasData() {
 			switch {
 			case lease == nil:
-				if err := m.initPrimary(ctx, cfg); err != nil {
-					return err
+				err := m.initPrimary(ctx, cfg)
+				if apierrors.IsAlreadyExists(err) {
+					continue // another instance was first: clone it
 				}
-				return nil
+				return err
 			case h == "" || h == m.o.PodName:
 				m.setState("Initializing", "no data here and no primary to clone from")
 			default:
@@ -252,7 +254,7 @@ func (m *Manager) bootstrap(ctx context.Context, cfg *pgcontract.Config) error {
 func (m *Manager) initPrimary(ctx context.Context, cfg *pgcontract.Config) error {
 	lease, err := m.k.createLease(ctx, cfg.LeaseDuration.Duration)
 	if err != nil {
-		return fmt.Errorf("create lease: %w", err)
+		return err
 	}
 	m.mu.Lock()
 	m.lease, m.leaseSeen, m.lastRenew = lease, time.Now(), time.Now()
