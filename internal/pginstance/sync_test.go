@@ -104,3 +104,27 @@ func TestStandbyNamesAndStrictMode(t *testing.T) {
 		t.Errorf("LSN round trip: %v %v", formatLSN(v), err)
 	}
 }
+
+func TestRenderConfKeepsTheManagersSettings(t *testing.T) {
+	got := renderConf(confInput{
+		Parameters: map[string]string{"port": "1", "work_mem": "8MB", "log_line_prefix": "it's"},
+		Port:       5432, SocketDir: "/run/pg", Instance: "pg-1",
+		Follow:  conninfo("10.0.0.2", 5432, "pg-1", "/run/pg/pgpass", nil),
+		SyncSet: syncSet{Standbys: []string{"pg-0"}, Count: 1},
+	})
+	for _, want := range []string{
+		"work_mem = '8MB'\n", "log_line_prefix = 'it''s'\n", "port = '5432'\n", "wal_log_hints = 'on'\n",
+		`synchronous_standby_names = 'ANY 1 ("pg-0")'`,
+		`primary_conninfo = 'host=''10.0.0.2'' port=5432 user=''_crunchyrepl'' application_name=''pg-1''`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lookout.conf lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "port = '1'") {
+		t.Errorf("a Parameters entry overrode the manager's port:\n%s", got)
+	}
+	if slotName("pg-1.x") != "pg_1_x" {
+		t.Errorf("slotName(pg-1.x) = %q", slotName("pg-1.x"))
+	}
+}
