@@ -183,6 +183,10 @@ type Status struct {
 	CurrentLSN  string `json:"currentLSN,omitempty"`
 	ReceivedLSN string `json:"receivedLSN,omitempty"`
 	ReplayedLSN string `json:"replayedLSN,omitempty"`
+	// Streaming, on a replica: its WAL receiver streams from the primary.
+	// A replica electing a new primary compares positions only with peers
+	// that stopped streaming, whose positions can no longer move.
+	Streaming bool `json:"streaming,omitempty"`
 	// Replicas, on the primary: each standby it streams to.
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
 	// SynchronousStandbys in force on the primary (synchronous_standby_names).
@@ -220,26 +224,22 @@ type ReplicaStatus struct {
 	LagSeconds float64 `json:"lagSeconds"`
 }
 
-// Metrics the instance manager serves at PathMetrics, which the PodMonitor
-// and PrometheusRule the controller renders for every cluster read. Each
-// carries no labels of its own: the scrape adds namespace, pod and cluster.
+// The instance manager's metrics at PathMetrics (gauges unless _total), for
+// the PodMonitor and PrometheusRule the controller renders.
 const (
-	// MetricUp is 1 while PostgreSQL accepts connections, else 0.
-	MetricUp = "lookout_postgres_up"
-	// MetricPrimary is 1 on the instance that is primary (holds the Lease
-	// and runs read-write), else 0.
-	MetricPrimary = "lookout_postgres_primary"
-	// MetricReplicaStreaming is 1 on a replica whose WAL receiver streams
-	// from the primary, 0 on a replica that does not; absent on the primary.
-	MetricReplicaStreaming = "lookout_postgres_replica_streaming"
-	// MetricReplicationLagBytes is how many bytes of WAL a replica has yet
-	// to replay; absent on the primary.
-	MetricReplicationLagBytes = "lookout_postgres_replication_lag_bytes"
-	// MetricFailoverBlocked is 1 on a replica that would take over and may
-	// not (Status.FailoverBlocked), else 0.
-	MetricFailoverBlocked = "lookout_postgres_failover_blocked"
-	// MetricConnections is the number of client backends
-	// (pg_stat_activity); MetricMaxConnections is max_connections.
-	MetricConnections    = "lookout_postgres_connections"
-	MetricMaxConnections = "lookout_postgres_max_connections"
+	MetricUp                    = "lookout_pg_up"                      // 1 while postgres answers
+	MetricRole                  = "lookout_pg_role"                    // 1, label role: master|replica|""
+	MetricTimeline              = "lookout_pg_timeline"                // current timeline
+	MetricWALPosition           = "lookout_pg_wal_position_bytes"      // current (primary) or received (replica) LSN
+	MetricReplicationLagBytes   = "lookout_pg_replication_lag_bytes"   // label replica (on the primary)
+	MetricReplicationLagSeconds = "lookout_pg_replication_lag_seconds" // label replica (on the primary)
+	MetricReplicaSync           = "lookout_pg_replica_sync_state"      // 1, labels replica, sync_state
+	MetricStreaming             = "lookout_pg_streaming"               // 1 while a replica streams
+	MetricConnections           = "lookout_pg_connections"             // client backends
+	MetricMaxConnections        = "lookout_pg_max_connections"         // max_connections
+	MetricXactCommit            = "lookout_pg_xact_commit_total"
+	MetricXactRollback          = "lookout_pg_xact_rollback_total"
+	MetricSyncStandbys          = "lookout_pg_synchronous_standbys" // standbys a commit waits for (0: asynchronous)
+	MetricFailoverBlocked       = "lookout_pg_failover_blocked"     // 1 while a failover is refused
+	MetricPendingRestart        = "lookout_pg_pending_restart"      // parameters waiting for a restart
 )

@@ -78,10 +78,10 @@ func prometheusRule(c *postgresv1beta1.PostgresCluster, dyn *dynamic) (*monitori
 			Name: "postgres-" + c.Namespace + "-" + c.Name,
 			Rules: []monitoringv1.Rule{
 				alert("PostgresPrimaryMissing",
-					fmt.Sprintf(`(sum(%s{%s}) or on() vector(0)) < 1`, pgcontract.MetricPrimary, sel),
+					fmt.Sprintf(`(sum(%s{role=%q,%s}) or on() vector(0)) < 1`, pgcontract.MetricRole, pgcontract.RolePrimary, sel),
 					"1m", labels, "no instance is primary: writes fail"),
 				alert("PostgresReplicaNotStreaming",
-					fmt.Sprintf(`%s{%s} == 0`, pgcontract.MetricReplicaStreaming, sel),
+					fmt.Sprintf(`%s{%s} == 0 and on(namespace, pod) %s{role=%q,%s} == 1`, pgcontract.MetricStreaming, sel, pgcontract.MetricRole, pgcontract.RoleReplica, sel),
 					"2m", labels, "a replica does not stream WAL from the primary"),
 				alert("PostgresReplicationLagHigh",
 					fmt.Sprintf(`%s{%s} > %d`, pgcontract.MetricReplicationLagBytes, sel, lag),
