@@ -174,7 +174,9 @@ func TestAnAgentRefusesWhatItDoesNotHonourByName(t *testing.T) {
 		{"refuses an unknown mode", newAgent("Deployment"), "spec.mode"},
 		{"refuses a Prometheus v2", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.Version = "v2.55.0" }), "spec.version"},
 		{"refuses TSDB settings", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} }), "spec.tsdb"},
-		{"refuses what the checks shared with Prometheus refuse", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.PortName = "http" }), "spec.portName"},
+		{"refuses what the checks shared with Prometheus refuse", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) {
+			s.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: ptr.To(monitoringv1.TopologyShardingStrategyMode)}
+		}), "spec.shardingStrategy.mode"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

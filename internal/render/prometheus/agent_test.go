@@ -54,8 +54,7 @@ func TestEveryPrometheusAgentSpecFieldIsHonouredOrRefused(t *testing.T) {
 	}
 	sel := &metav1.LabelSelector{}
 	refused := map[string]func(*monitoringv1alpha1.PrometheusAgentSpec){
-		"spec.tsdb":     func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} },
-		"spec.portName": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.PortName = "http" },
+		"spec.tsdb": func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.TSDB = &monitoringv1.TSDBSpec{} },
 		"spec.shardingStrategy.mode": func(s *monitoringv1alpha1.PrometheusAgentSpec) {
 			s.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: ptr.To(monitoringv1.TopologyShardingStrategyMode)}
 		},

@@ -99,6 +99,16 @@ func GoverningServiceName(p *monitoringv1.Prometheus) string {
 	return FlavourOf(p).GoverningService
 }
 
+// WebPortName is the name of Prometheus's web port (9090) on the container, the probes
+// and the Services: spec.portName, "web" when empty, as with the existing operator
+// (kube-prometheus-stack sets "http-web" so that a service mesh picks the protocol).
+func WebPortName(p *monitoringv1.Prometheus) string {
+	if p.Spec.PortName != "" {
+		return p.Spec.PortName
+	}
+	return webPortName
+}
+
 // ServiceAccountName is the ServiceAccount the pods run as: spec.serviceAccountName, or
 // the generated prometheus-<name>.
 func ServiceAccountName(p *monitoringv1.Prometheus) string {

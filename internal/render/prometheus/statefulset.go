@@ -206,7 +206,7 @@ func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
 		Image:           image,
 		ImagePullPolicy: p.Spec.ImagePullPolicy,
 		Args:            prometheusArgs(p),
-		Ports:           []corev1.ContainerPort{{Name: webPortName, ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
+		Ports:           []corev1.ContainerPort{{Name: WebPortName(p), ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
 		Resources:       *p.Spec.Resources.DeepCopy(),
 		VolumeMounts:    mounts,
 		StartupProbe: &corev1.Probe{
@@ -257,7 +257,7 @@ func routePrefix(p *monitoringv1.Prometheus) string {
 func httpProbe(p *monitoringv1.Prometheus, endpoint string) corev1.ProbeHandler {
 	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path:   path.Join(routePrefix(p), endpoint),
-		Port:   intstr.FromString(webPortName),
+		Port:   intstr.FromString(WebPortName(p)),
 		Scheme: webScheme(p),
 	}}
 }

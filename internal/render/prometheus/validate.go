@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"github.com/lookout-operator/lookout/internal/render/thanos"
 	"github.com/lookout-operator/lookout/internal/render/workload"
 
 	"fmt"
@@ -68,6 +69,15 @@ func validateNames(p *monitoringv1.Prometheus) *SpecError {
 	if p.Spec.ServiceName != nil && *p.Spec.ServiceName != "" {
 		if errs := validation.IsDNS1035Label(*p.Spec.ServiceName); len(errs) > 0 {
 			return invalid("spec.serviceName", "%q is not a valid Service name: %s", *p.Spec.ServiceName, strings.Join(errs, "; "))
+		}
+	}
+	if n := p.Spec.PortName; n != "" {
+		if errs := validation.IsValidPortName(n); len(errs) > 0 {
+			return invalid("spec.portName", "%q cannot name the web port: %s", n, strings.Join(errs, "; "))
+		}
+		// A Service's target port names one port of the pod.
+		if n == reloaderPortName || p.Spec.Thanos != nil && (n == thanos.GRPCPortName || n == thanosHTTPPortName) {
+			return invalid("spec.portName", "%q is the name of another port of the pod; choose another", n)
 		}
 	}
 	return workload.CheckObjectNames(p.Spec.ServiceAccountName, p.Spec.Secrets, p.Spec.ConfigMaps)
@@ -253,8 +263,6 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	s := &p.Spec
 	switch {
-	case s.PortName != "" && s.PortName != webPortName:
-		return unsupported("spec.portName", "the web port is always named \"web\"")
 	case s.ShardingStrategy != nil && s.ShardingStrategy.Mode != nil && *s.ShardingStrategy.Mode != monitoringv1.AddressShardingStrategyMode:
 		return unsupported("spec.shardingStrategy.mode", "targets are sharded by address only (mode Address)")
 	case s.ShardingStrategy != nil && s.ShardingStrategy.Topology != nil:
