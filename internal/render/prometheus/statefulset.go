@@ -126,8 +126,11 @@ func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) (corev1.PodS
 		// Without the token the reloader follows the mounted config files (the kubelet's
 		// sync, up to a minute) instead of the API, and Kubernetes discovery needs
 		// spec.apiserverConfig or a token the user mounts, as the API documents.
-		AutomountServiceAccountToken:  ptrTo(workload.ValueOr(s.AutomountServiceAccountToken, true)),
-		SecurityContext:               workload.PodSecurityContext(p.Spec.SecurityContext),
+		AutomountServiceAccountToken: ptrTo(workload.ValueOr(s.AutomountServiceAccountToken, true)),
+		// As given, nil included, as with the existing operator: a platform that assigns
+		// user ids (OpenShift) refuses ids set here, and an fsGroup makes the kubelet
+		// chown the whole data volume at every mount.
+		SecurityContext:               p.Spec.SecurityContext.DeepCopy(),
 		TerminationGracePeriodSeconds: ptrTo(workload.ValueOr(s.TerminationGracePeriodSeconds, defaultTerminationGracePeriod)),
 		NodeSelector:                  s.NodeSelector,
 		Tolerations:                   s.Tolerations,
