@@ -33,6 +33,12 @@ const (
 	labelOpName     = "operator.prometheus.io/name"
 	labelShard      = "operator.prometheus.io/shard"
 	labelPrometheus = "prometheus"
+	// labelMode tells a server's StatefulSet from an agent's (modeServer, modeAgent).
+	labelMode  = "operator.prometheus.io/mode"
+	modeServer = "server"
+	modeAgent  = "agent"
+	// labelVersion is the Prometheus version on the pods.
+	labelVersion = "app.kubernetes.io/version"
 
 	// selectorManagedBy is the managed-by value in pod selectors, kept from the existing
 	// operator so that migrated StatefulSets keep their selector.

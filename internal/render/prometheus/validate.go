@@ -230,8 +230,10 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 			}
 		}
 	}
-	if u := s.ExternalURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return invalid("spec.externalUrl", "%q must be an absolute http:// or https:// URL", u)
+	// An absolute URL, or a path alone, which Prometheus takes as is (its route prefix is
+	// set explicitly).
+	if u := s.ExternalURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "/") {
+		return invalid("spec.externalUrl", "%q must be an absolute http:// or https:// URL, or a path starting with /", u)
 	}
 	if r := s.RoutePrefix; r != "" && !strings.HasPrefix(r, "/") {
 		return invalid("spec.routePrefix", "%q must start with /", r)
@@ -253,8 +255,8 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 		}
 	}
 	if ptrValue(s.EnableOTLPReceiver) {
-		if v, _ := imageSpec(p).ParsedVersion(); v.Major < 3 {
-			return unsupported("spec.enableOTLPReceiver", "it needs Prometheus v3 or later, spec.version is "+imageSpec(p).VersionOrDefault())
+		if v, _ := imageSpec(p).ParsedVersion(); !v.AtLeast(2, 47) {
+			return unsupported("spec.enableOTLPReceiver", "it needs Prometheus v2.47 or later, spec.version is "+imageSpec(p).VersionOrDefault())
 		}
 	}
 	return workload.CheckAdditionalArgs(generatedArgs(p), s.AdditionalArgs, "query.max-concurrency", "Prometheus")
