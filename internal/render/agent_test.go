@@ -182,7 +182,9 @@ func TestAnAgentRefusesWhatItDoesNotHonourByName(t *testing.T) {
 		{"refuses a sharding strategy in DaemonSet mode", newAgent(monitoringv1alpha1.DaemonSetPrometheusAgentMode, func(s *monitoringv1alpha1.PrometheusAgentSpec) {
 			s.ShardingStrategy = &monitoringv1.ShardingStrategy{}
 		}), "spec.shardingStrategy"},
-		{"refuses what the checks shared with Prometheus refuse", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) { s.PortName = "http" }), "spec.portName"},
+		{"refuses what the checks shared with Prometheus refuse", newAgent("", func(s *monitoringv1alpha1.PrometheusAgentSpec) {
+			s.ShardingStrategy = &monitoringv1.ShardingStrategy{Mode: ptr.To(monitoringv1.TopologyShardingStrategyMode)}
+		}), "spec.shardingStrategy.mode"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,9 +23,7 @@ func daemonSet(p *monitoringv1.Prometheus, opts Options) (*appsv1.DaemonSet, err
 		return nil, err
 	}
 	fl := FlavourOf(p)
-	meta := ownedMeta(p, opts, fl.StatefulSetName(p.Name, 0))
-	meta.Labels[labelOpName] = p.Name
-	meta.Labels[LabelMode] = fl.Mode
+	meta := workloadMeta(p, opts, fl.StatefulSetName(p.Name, 0))
 	selector := fl.PodLabels(p.Name)
 	return &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},

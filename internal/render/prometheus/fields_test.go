@@ -70,7 +70,6 @@ var refusedPrometheusFields = map[string]func(*monitoringv1.PrometheusSpec){
 		s.Web = &monitoringv1.PrometheusWebSpec{WebConfigFileFields: monitoringv1.WebConfigFileFields{TLSConfig: &monitoringv1.WebTLSConfig{
 			CertFile: ptrTo("/c.crt"), KeyFile: ptrTo("/c.key"), ClientAuthType: ptrTo("RequireAndVerifyClientCert")}}}
 	},
-	"spec.portName":            func(s *monitoringv1.PrometheusSpec) { s.PortName = "http" },
 	"spec.retentionPercentage": func(s *monitoringv1.PrometheusSpec) { s.RetentionPercentage = ptrTo(resource.MustParse("50")) },
 	// Before Prometheus knows the flag.
 	"spec.remoteWriteReceiverMessageVersions": func(s *monitoringv1.PrometheusSpec) {

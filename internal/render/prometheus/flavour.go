@@ -49,7 +49,7 @@ var (
 	Server = &Flavour{
 		OwnerKind: monitoringv1.PrometheusesKind, OwnerAPIVersion: monitoringv1.SchemeGroupVersion.String(),
 		Prefix: "prometheus", AppName: "prometheus", GoverningService: "prometheus-operated",
-		OwnerLabel: LabelPrometheus, rbacKind: "prometheus",
+		OwnerLabel: LabelPrometheus, rbacKind: "prometheus", Mode: "server",
 	}
 	Agent = &Flavour{
 		OwnerKind: monitoringv1alpha1.PrometheusAgentsKind, OwnerAPIVersion: monitoringv1alpha1.SchemeGroupVersion.String(),

@@ -33,6 +33,8 @@ const (
 	labelOpName     = "operator.prometheus.io/name"
 	labelShard      = "operator.prometheus.io/shard"
 	labelPrometheus = "prometheus"
+	// labelVersion is the Prometheus version on the pods.
+	labelVersion = "app.kubernetes.io/version"
 
 	// selectorManagedBy is the managed-by value in pod selectors, kept from the existing
 	// operator so that migrated StatefulSets keep their selector.
@@ -97,6 +99,16 @@ func GoverningServiceName(p *monitoringv1.Prometheus) string {
 		return *p.Spec.ServiceName
 	}
 	return FlavourOf(p).GoverningService
+}
+
+// WebPortName is the name of Prometheus's web port (9090) on the container, the probes
+// and the Services: spec.portName, "web" when empty, as with the existing operator
+// (kube-prometheus-stack sets "http-web" so that a service mesh picks the protocol).
+func WebPortName(p *monitoringv1.Prometheus) string {
+	if p.Spec.PortName != "" {
+		return p.Spec.PortName
+	}
+	return webPortName
 }
 
 // ServiceAccountName is the ServiceAccount the pods run as: spec.serviceAccountName, or

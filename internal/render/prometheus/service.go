@@ -29,9 +29,9 @@ func governingService(p *monitoringv1.Prometheus, opts Options) *corev1.Service 
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
 			Ports: append([]corev1.ServicePort{{
-				Name:       webPortName,
+				Name:       WebPortName(p),
 				Port:       webPort,
-				TargetPort: intstr.FromString(webPortName),
+				TargetPort: intstr.FromString(WebPortName(p)),
 				Protocol:   corev1.ProtocolTCP,
 			}}, thanosServicePorts(p)...),
 			// Every Prometheus pod of the namespace, ours or the existing operator's during a
@@ -52,7 +52,7 @@ func service(p *monitoringv1.Prometheus, opts Options) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeClusterIP,
 			Ports: []corev1.ServicePort{
-				{Name: webPortName, Port: webPort, TargetPort: intstr.FromString(webPortName), Protocol: corev1.ProtocolTCP},
+				{Name: WebPortName(p), Port: webPort, TargetPort: intstr.FromString(WebPortName(p)), Protocol: corev1.ProtocolTCP},
 				{Name: reloaderPortName, Port: reloaderPort, TargetPort: intstr.FromString(reloaderPortName), Protocol: corev1.ProtocolTCP},
 			},
 			Selector: FlavourOf(p).PodLabels(p.Name),

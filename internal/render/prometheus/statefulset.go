@@ -3,6 +3,7 @@ package prometheus
 import (
 	"github.com/lookout-operator/lookout/internal/render/workload"
 
+	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -48,14 +49,10 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) (*appsv1
 	name := FlavourOf(p).StatefulSetName(p.Name, shard)
 	selector := FlavourOf(p).SelectorLabels(p.Name, shard)
 
-	meta := ownedMeta(p, opts, name)
+	meta := workloadMeta(p, opts, name)
 	// The StatefulSet tells which shard it runs and who manages it (Lookout); only the pod
 	// selector keeps the existing operator's managed-by value.
-	meta.Labels[labelOpName] = p.Name
 	meta.Labels[labelShard] = strconv.Itoa(int(shard))
-	if m := FlavourOf(p).Mode; m != "" {
-		meta.Labels[LabelMode] = m
-	}
 
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
@@ -84,10 +81,41 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) (*appsv1
 	return sts, nil
 }
 
+// workloadMeta is the metadata of the StatefulSet (or DaemonSet), as the existing operator
+// makes it: the Prometheus's own labels and annotations (but kubectl's, which would make
+// kubectl prune it), the owner's name and the mode (server or agent, for dashboards that
+// tell them apart), under Lookout's own labels, which win.
+func workloadMeta(p *monitoringv1.Prometheus, opts Options, name string) metav1.ObjectMeta {
+	meta := ownedMeta(p, opts, name)
+	labels := maps.Clone(p.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, meta.Labels)
+	labels[labelOpName] = p.Name
+	if m := FlavourOf(p).Mode; m != "" {
+		labels[LabelMode] = m
+	}
+	meta.Labels = labels
+	for k, v := range p.Annotations {
+		if !strings.HasPrefix(k, "kubectl.kubernetes.io/") {
+			if meta.Annotations == nil {
+				meta.Annotations = map[string]string{}
+			}
+			meta.Annotations[k] = v
+		}
+	}
+	return meta
+}
+
 // podTemplateLabels: spec.podMetadata.labels, which never override the selector labels,
-// and Lookout's label.
+// Lookout's label and, as with the existing operator, the Prometheus version.
 func podTemplateLabels(p *monitoringv1.Prometheus, shard int32) map[string]string {
-	return workload.PodLabels(p.Spec.PodMetadata, FlavourOf(p).SelectorLabels(p.Name, shard), map[string]string{FlavourOf(p).OwnerLabel: p.Name})
+	extra := map[string]string{FlavourOf(p).OwnerLabel: p.Name}
+	if v, err := ParsedVersion(p); err == nil {
+		extra[labelVersion] = strings.TrimPrefix(v.Tag(), "v")
+	}
+	return workload.PodLabels(p.Spec.PodMetadata, FlavourOf(p).SelectorLabels(p.Name, shard), extra)
 }
 
 func podMetadataName(p *monitoringv1.Prometheus) string {
@@ -129,8 +157,11 @@ func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) (corev1.PodS
 		// Without the token the reloader follows the mounted config files (the kubelet's
 		// sync, up to a minute) instead of the API, and Kubernetes discovery needs
 		// spec.apiserverConfig or a token the user mounts, as the API documents.
-		AutomountServiceAccountToken:  ptrTo(workload.ValueOr(s.AutomountServiceAccountToken, true)),
-		SecurityContext:               workload.PodSecurityContext(p.Spec.SecurityContext),
+		AutomountServiceAccountToken: ptrTo(workload.ValueOr(s.AutomountServiceAccountToken, true)),
+		// As given, nil included, as with the existing operator: a platform that assigns
+		// user ids (OpenShift) refuses ids set here, and an fsGroup makes the kubelet
+		// chown the whole data volume at every mount.
+		SecurityContext:               p.Spec.SecurityContext.DeepCopy(),
 		TerminationGracePeriodSeconds: ptrTo(workload.ValueOr(s.TerminationGracePeriodSeconds, defaultTerminationGracePeriod)),
 		NodeSelector:                  s.NodeSelector,
 		Tolerations:                   s.Tolerations,
@@ -209,7 +240,7 @@ func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
 		Image:           image,
 		ImagePullPolicy: p.Spec.ImagePullPolicy,
 		Args:            prometheusArgs(p),
-		Ports:           []corev1.ContainerPort{{Name: webPortName, ContainerPort: webPort, Protocol: corev1.ProtocolTCP}},
+		Ports:           webContainerPorts(p),
 		Resources:       *p.Spec.Resources.DeepCopy(),
 		VolumeMounts:    mounts,
 		StartupProbe: &corev1.Probe{
@@ -233,12 +264,16 @@ func prometheusContainer(p *monitoringv1.Prometheus) corev1.Container {
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          workload.ContainerSecurityContext(),
 	}
-	if p.Spec.ListenLocal {
-		// Listening on localhost only, the kubelet cannot probe the pod: it is ready when it
-		// runs, as the Alertmanager sibling.
-		c.StartupProbe, c.ReadinessProbe, c.LivenessProbe = nil, nil, nil
-	}
 	return c
+}
+
+// webContainerPorts is the web port, none when Prometheus listens on loopback only (the
+// kubelet and the Services could not reach it), as with the existing operator.
+func webContainerPorts(p *monitoringv1.Prometheus) []corev1.ContainerPort {
+	if p.Spec.ListenLocal {
+		return nil
+	}
+	return []corev1.ContainerPort{{Name: WebPortName(p), ContainerPort: webPort, Protocol: corev1.ProtocolTCP}}
 }
 
 // dataSubPath keeps the existing operator's layout: with spec.storage set, the TSDB lives
@@ -257,10 +292,27 @@ func routePrefix(p *monitoringv1.Prometheus) string {
 	return p.Spec.RoutePrefix
 }
 
+// httpProbe probes endpoint over HTTP(S); with spec.listenLocal, where the kubelet cannot
+// reach the web server, it runs promtool in the container against loopback instead (it
+// needs no shell, so distroless images work), as the existing operator does from
+// Prometheus v2.44 on; before, a shell runs curl or wget.
 func httpProbe(p *monitoringv1.Prometheus, endpoint string) corev1.ProbeHandler {
+	if p.Spec.ListenLocal {
+		u := "http://localhost:" + strconv.Itoa(webPort)
+		if v, _ := ParsedVersion(p); v.AtLeast(2, 44) {
+			check := "healthy"
+			if endpoint == "/-/ready" {
+				check = "ready"
+			}
+			return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"promtool", "check", check, "--url", u}}}
+		}
+		u += path.Join(routePrefix(p), endpoint)
+		return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
+			`if [ -x "$(command -v curl)" ]; then exec curl --fail ` + u + `; elif [ -x "$(command -v wget)" ]; then exec wget -q -O /dev/null ` + u + `; else exit 1; fi`}}}
+	}
 	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path:   path.Join(routePrefix(p), endpoint),
-		Port:   intstr.FromString(webPortName),
+		Port:   intstr.FromString(WebPortName(p)),
 		Scheme: webScheme(p),
 	}}
 }
@@ -320,8 +372,16 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 	for _, m := range s.RemoteWriteReceiverMessageVersions {
 		args = append(args, "--web.remote-write-receiver.accepted-protobuf-messages="+receiverMessages[m])
 	}
-	if workload.Value(s.EnableOTLPReceiver) {
+	v, _ := ParsedVersion(p)
+	// The OTLP receiver: asked for, or implied by spec.otlp when not said; a flag since
+	// v3, a feature flag from v2.47 (none before), as with the existing operator.
+	otlp := workload.ValueOr(s.EnableOTLPReceiver, s.OTLP != nil)
+	if otlp && v.Major >= 3 {
 		args = append(args, "--web.enable-otlp-receiver")
+	}
+	// Prometheus v2 ships the console templates; the existing operator points at them.
+	if v.Major < 3 {
+		args = append(args, "--web.console.templates=/etc/prometheus/consoles", "--web.console.libraries=/etc/prometheus/console_libraries")
 	}
 	if s.LogLevel != "" {
 		args = append(args, "--log.level="+s.LogLevel)
@@ -333,9 +393,13 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 	for _, f := range s.EnableFeatures {
 		features = append(features, string(f))
 	}
+	if otlp && v.Major < 3 && v.AtLeast(2, 47) {
+		features = append(features, otlpWriteReceiverFeature)
+	}
 	// Remote Write 2.0 takes the metadata it sends from the WAL; the API documents that
-	// Prometheus is then configured to write it there.
-	if remoteWriteV2(p) {
+	// Prometheus is then configured to write it there. From v3.4 Prometheus does so
+	// without the feature, and the existing operator stops adding it.
+	if remoteWriteV2(p) && !v.AtLeast(3, 4) {
 		features = append(features, metadataWALRecordsFeature)
 	}
 	// The API documents that Xor2 float chunks turn the feature on.
@@ -359,7 +423,7 @@ func generatedArgs(p *monitoringv1.Prometheus) []string {
 	// Prometheus allows overlapping blocks from v2.39 on and dropped the flag in v3; before
 	// that the field is the flag.
 	if s.AllowOverlappingBlocks {
-		if v, _ := ParsedVersion(p); !v.AtLeast(2, 39) {
+		if !v.AtLeast(2, 39) {
 			args = append(args, "--storage.tsdb.allow-overlapping-blocks")
 		}
 	}
@@ -479,6 +543,9 @@ func reloaderArgs(p *monitoringv1.Prometheus) []string {
 	}
 	return args
 }
+
+// otlpWriteReceiverFeature is the OTLP receiver of Prometheus v2.47 to v2.55.
+const otlpWriteReceiverFeature = "otlp-write-receiver"
 
 // metadataWALRecordsFeature makes Prometheus write metric metadata to the WAL, where Remote
 // Write 2.0 reads it.

@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"github.com/lookout-operator/lookout/internal/render/thanos"
 	"github.com/lookout-operator/lookout/internal/render/workload"
 
 	"fmt"
@@ -68,6 +69,15 @@ func validateNames(p *monitoringv1.Prometheus) *SpecError {
 	if p.Spec.ServiceName != nil && *p.Spec.ServiceName != "" {
 		if errs := validation.IsDNS1035Label(*p.Spec.ServiceName); len(errs) > 0 {
 			return invalid("spec.serviceName", "%q is not a valid Service name: %s", *p.Spec.ServiceName, strings.Join(errs, "; "))
+		}
+	}
+	if n := p.Spec.PortName; n != "" {
+		if errs := validation.IsValidPortName(n); len(errs) > 0 {
+			return invalid("spec.portName", "%q cannot name the web port: %s", n, strings.Join(errs, "; "))
+		}
+		// A Service's target port names one port of the pod.
+		if n == reloaderPortName || p.Spec.Thanos != nil && (n == thanos.GRPCPortName || n == thanosHTTPPortName) {
+			return invalid("spec.portName", "%q is the name of another port of the pod; choose another", n)
 		}
 	}
 	return workload.CheckObjectNames(p.Spec.ServiceAccountName, p.Spec.Secrets, p.Spec.ConfigMaps)
@@ -220,8 +230,10 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 			}
 		}
 	}
-	if u := s.ExternalURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return invalid("spec.externalUrl", "%q must be an absolute http:// or https:// URL", u)
+	// An absolute URL, or a path alone, which Prometheus takes as is (its route prefix is
+	// set explicitly).
+	if u := s.ExternalURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "/") {
+		return invalid("spec.externalUrl", "%q must be an absolute http:// or https:// URL, or a path starting with /", u)
 	}
 	if r := s.RoutePrefix; r != "" && !strings.HasPrefix(r, "/") {
 		return invalid("spec.routePrefix", "%q must start with /", r)
@@ -243,8 +255,8 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 		}
 	}
 	if ptrValue(s.EnableOTLPReceiver) {
-		if v, _ := imageSpec(p).ParsedVersion(); v.Major < 3 {
-			return unsupported("spec.enableOTLPReceiver", "it needs Prometheus v3 or later, spec.version is "+imageSpec(p).VersionOrDefault())
+		if v, _ := imageSpec(p).ParsedVersion(); !v.AtLeast(2, 47) {
+			return unsupported("spec.enableOTLPReceiver", "it needs Prometheus v2.47 or later, spec.version is "+imageSpec(p).VersionOrDefault())
 		}
 	}
 	return workload.CheckAdditionalArgs(generatedArgs(p), s.AdditionalArgs, "query.max-concurrency", "Prometheus")
@@ -253,8 +265,6 @@ func validateFlags(p *monitoringv1.Prometheus) *SpecError {
 func validateUnsupported(p *monitoringv1.Prometheus) *SpecError {
 	s := &p.Spec
 	switch {
-	case s.PortName != "" && s.PortName != webPortName:
-		return unsupported("spec.portName", "the web port is always named \"web\"")
 	case s.ShardingStrategy != nil && s.ShardingStrategy.Mode != nil && *s.ShardingStrategy.Mode != monitoringv1.AddressShardingStrategyMode:
 		return unsupported("spec.shardingStrategy.mode", "targets are sharded by address only (mode Address)")
 	case s.ShardingStrategy != nil && s.ShardingStrategy.Topology != nil:

@@ -113,9 +113,9 @@ func TestValidateRejects(t *testing.T) {
 			s.RemoteWriteReceiverMessageVersions = []monitoringv1.RemoteWriteMessageVersion{"V3.0"}
 		})), "spec.remoteWriteReceiverMessageVersions[0]", ReasonInvalidSpec, []string{`"V3.0"`}},
 		{
-			"reports the OTLP receiver on Prometheus v2 as unsupported",
-			newPrometheus(withVersion("v2.53.0"), withSpec(func(s *monitoringv1.PrometheusSpec) { s.EnableOTLPReceiver = ptrTo(true) })),
-			"spec.enableOTLPReceiver", ReasonUnsupportedField, []string{"v3"},
+			"reports the OTLP receiver before Prometheus v2.47 as unsupported",
+			newPrometheus(withVersion("v2.46.0"), withSpec(func(s *monitoringv1.PrometheusSpec) { s.EnableOTLPReceiver = ptrTo(true) })),
+			"spec.enableOTLPReceiver", ReasonUnsupportedField, []string{"v2.47"},
 		},
 	}
 	for _, tc := range cases {
@@ -214,7 +214,7 @@ func TestFlagsFromTheSpec(t *testing.T) {
 		{"passes only the alert timing that is set", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.Rules.Alert.ResendDelay = "30s" })),
 			[]string{"--rules.alert.resend-delay=30s"}, []string{"--rules.alert.for-"}},
 		{"leaves Prometheus's alert timing by default", newPrometheus(), nil, []string{"--rules.alert."}},
-		{"writes metadata to the WAL for Remote Write 2.0, next to the features asked for", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+		{"writes metadata to the WAL for Remote Write 2.0 before v3.4, next to the features asked for", newPrometheus(withVersion("v3.3.0"), withSpec(func(s *monitoringv1.PrometheusSpec) {
 			s.EnableFeatures = []monitoringv1.EnableFeature{"exemplar-storage"}
 			s.RemoteWrite = []monitoringv1.RemoteWriteSpec{{URL: "https://a.example.com"}, {URL: "https://b.example.com", MessageVersion: ptrTo(monitoringv1.RemoteWriteMessageVersion2_0)}}
 		})), []string{"--enable-feature=exemplar-storage,metadata-wal-records"}, nil},
