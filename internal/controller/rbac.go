@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"strings"
+	"unicode"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
@@ -19,6 +22,20 @@ const (
 	ScopeOperator Scope = "Operator"
 )
 
+// Feature is an optional part of the operator that needs rights of its own;
+// an install grants them only with the operator flag that turns it on.
+type Feature string
+
+const (
+	// FeatureSelfMonitoring: --self-monitoring applies the operator's own
+	// ServiceMonitor, PodMonitor and PrometheusRule in its namespace.
+	FeatureSelfMonitoring Feature = "SelfMonitoring"
+	// FeatureInstallCRDs: --install-crds applies the monitoring.coreos.com
+	// CRDs embedded in the binary at start (the Helm chart's way to install
+	// and upgrade them).
+	FeatureInstallCRDs Feature = "InstallCRDs"
+)
+
 // Permission is one rule of the operator's RBAC and why it is needed.
 type Permission struct {
 	Scope         Scope
@@ -27,6 +44,8 @@ type Permission struct {
 	ResourceNames []string
 	Verbs         []string
 	Why           string
+	// Feature, when set, is the optional part that needs the rule.
+	Feature Feature
 }
 
 var (
@@ -104,13 +123,50 @@ var Permissions = []Permission{
 		Verbs: []string{"get", "create", "update"}, Why: "the webhook CA and serving certificate (lookout-webhook-tls)"},
 	{Scope: ScopeOperator, Group: "", Resources: []string{"events"},
 		Verbs: []string{"create", "patch"}, Why: "leader election Events"},
+
+	// A server-side apply that creates an object needs create as well as
+	// patch; create cannot be limited by name.
+	{Scope: ScopeOperator, Group: "monitoring.coreos.com", Resources: []string{"servicemonitors", "podmonitors", "prometheusrules"},
+		Verbs: []string{"create", "patch"}, Feature: FeatureSelfMonitoring,
+		Why: "the operator's own ServiceMonitor, PodMonitor and PrometheusRule, applied at start"},
+	{Scope: ScopeCluster, Group: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"},
+		Verbs: []string{"create"}, Feature: FeatureInstallCRDs,
+		Why: "the monitoring.coreos.com CRDs, created at start when missing"},
+	{Scope: ScopeCluster, Group: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"},
+		ResourceNames: CRDNames, Verbs: []string{"get", "patch"}, Feature: FeatureInstallCRDs,
+		Why: "the monitoring.coreos.com CRDs, upgraded at start to the schema of the operator's version"},
 }
 
-// PolicyRules returns the rules of one scope, in the order of Permissions.
-func PolicyRules(scope Scope) []rbacv1.PolicyRule {
+// CRDNames are the CRDs the operator serves.
+var CRDNames = []string{
+	"alertmanagerconfigs.monitoring.coreos.com", "alertmanagers.monitoring.coreos.com",
+	"podmonitors.monitoring.coreos.com", "probes.monitoring.coreos.com",
+	"prometheusagents.monitoring.coreos.com", "prometheuses.monitoring.coreos.com",
+	"prometheusrules.monitoring.coreos.com", "scrapeconfigs.monitoring.coreos.com",
+	"servicemonitors.monitoring.coreos.com", "thanosrulers.monitoring.coreos.com",
+}
+
+// Suffix is f in the names of the roles that hold its rules.
+func (f Feature) Suffix() string {
+	var b strings.Builder
+	for i, r := range string(f) {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// PolicyRules returns the rules of one scope that feature needs ("": the
+// rules the operator always needs), in the order of Permissions.
+func PolicyRules(scope Scope, feature Feature) []rbacv1.PolicyRule {
 	var out []rbacv1.PolicyRule
 	for _, p := range Permissions {
-		if p.Scope != scope {
+		if p.Scope != scope || p.Feature != feature {
 			continue
 		}
 		out = append(out, rbacv1.PolicyRule{

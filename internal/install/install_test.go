@@ -11,9 +11,13 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lookout-operator/lookout/internal/controller"
+	amrender "github.com/lookout-operator/lookout/internal/render/alertmanager"
+	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/rules"
+	thanosrender "github.com/lookout-operator/lookout/internal/render/thanos"
 	"github.com/lookout-operator/lookout/internal/webhook"
 )
 
@@ -69,7 +73,8 @@ func TestTheOperatorsAlertsPassTheRuleValidatorTheControllerUses(t *testing.T) {
 func TestEveryPermissionIsInTheInstallsRBAC(t *testing.T) {
 	for _, ns := range [][]string{nil, {"team-a"}} {
 		granted := 0
-		for _, obj := range RBAC(Options{WatchNamespaces: ns}) {
+		// Every feature on: each rule is granted once.
+		for _, obj := range RBAC(Options{WatchNamespaces: ns, InstallCRDs: true}) {
 			granted += len(rulesOf(obj))
 		}
 		if granted != len(controller.Permissions) {
@@ -89,3 +94,44 @@ func rulesOf(obj any) []rbacRule {
 }
 
 type rbacRule = rbacv1.PolicyRule
+
+func TestTheReloaderPodMonitorSelectsThePodsOfEveryKindThatRunsAReloader(t *testing.T) {
+	sel, err := metav1.LabelSelectorAsSelector(&ReloaderPodMonitor(Options{}).Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, pod := range map[string]map[string]string{
+		"Prometheus":      promrender.Server.PodLabels("k8s"),
+		"PrometheusAgent": promrender.Agent.PodLabels("edge"),
+		"Alertmanager":    amrender.SelectorLabels("main"),
+		"ThanosRuler":     thanosrender.SelectorLabels("ruler"),
+	} {
+		if !sel.Matches(labels.Set(pod)) {
+			t.Errorf("the PodMonitor %s (%s) does not select the pods of a %s (%v)", ReloaderPodMonitorName, sel, kind, pod)
+		}
+	}
+}
+
+func TestTheNetworkPolicyLeavesEgressOpenUnlessPortsAreGiven(t *testing.T) {
+	open := NetworkPolicy(Options{}).Spec.Egress
+	if len(open) != 1 || len(open[0].Ports) != 0 || len(open[0].To) != 0 {
+		t.Fatalf("default egress is not open: %+v", open)
+	}
+	limited := NetworkPolicy(Options{APIServerPorts: []int32{16443}, APIServerCIDRs: []string{"10.0.0.1/32"}}).Spec.Egress
+	if len(limited) != 2 || limited[1].Ports[0].Port.IntVal != 16443 || limited[1].To[0].IPBlock.CIDR != "10.0.0.1/32" {
+		t.Fatalf("egress with apiserver ports: %+v", limited)
+	}
+}
+
+// The default install (the bundle and the kustomize base) leaves the CRDs
+// to config/crd: its operator may not create or change CRDs.
+func TestTheDefaultInstallGrantsNoRightOnCRDsButTheConversionCRD(t *testing.T) {
+	for _, obj := range RBAC(Options{}) {
+		for _, r := range rulesOf(obj) {
+			if slices.Contains(r.Resources, "customresourcedefinitions") &&
+				(slices.Contains(r.Verbs, "create") || !slices.Equal(r.ResourceNames, []string{"alertmanagerconfigs.monitoring.coreos.com"})) {
+				t.Errorf("the default install grants %v on %v %v", r.Verbs, r.Resources, r.ResourceNames)
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/lookout-operator/lookout/internal/controller"
 	"github.com/lookout-operator/lookout/internal/webhook"
 )
 
@@ -22,21 +23,27 @@ func overlays(out map[string][]byte) error {
 	// Namespaced: Roles in the watched namespaces instead of the watched
 	// ClusterRole, and --namespaces.
 	ns := Options{WatchNamespaces: ExampleWatchNamespaces}
-	roles, err := marshalAll(WatchedRBAC(ns))
+	var watched []runtime.Object
+	var patches strings.Builder
+	patches.WriteString("patches:\n")
+	for _, f := range append([]controller.Feature{""}, def.features()...) {
+		objs := WatchedRBAC(ns, f)
+		if len(objs) == 0 {
+			continue
+		}
+		watched = append(watched, objs...)
+		for _, kind := range []string{"ClusterRoleBinding", "ClusterRole"} {
+			fmt.Fprintf(&patches, "- patch: |-\n    $patch: delete\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: %s\n    metadata:\n      name: %s\n", kind, def.watchedRoleName(f))
+		}
+	}
+	roles, err := marshalAll(watched)
 	if err != nil {
 		return err
 	}
 	out[NamespacedDir+"/watched-roles.yaml"] = append([]byte(generatedHeader), roles...)
-	var patches strings.Builder
-	patches.WriteString("patches:\n")
-	for _, kind := range []string{"ClusterRoleBinding", "ClusterRole"} {
-		fmt.Fprintf(&patches, "- patch: |-\n    $patch: delete\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: %s\n    metadata:\n      name: %s\n", kind, WatchedRoleName)
-	}
 	if err := argsPatch(&patches, def, ns); err != nil {
 		return err
 	}
-	fmt.Fprintf(&patches, "- target:\n    kind: PodMonitor\n    name: %s\n  patch: |-\n    - op: replace\n      path: /spec/namespaceSelector\n      value: %s\n",
-		ReloaderPodMonitorName, mustJSON(ReloaderPodMonitor(ns).Spec.NamespaceSelector))
 	out[NamespacedDir+"/kustomization.yaml"] = kustomization([]string{"../default", "watched-roles.yaml"}, patches.String())
 
 	// cert-manager: a self-signed Issuer and a Certificate for the webhook

@@ -75,6 +75,9 @@ func (r *rotator) applyConfiguration(ctx context.Context, caBundle []byte) error
 	if err := r.client.Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply ValidatingWebhookConfiguration %s: %w", r.opts.ConfigurationName, err)
 	}
+	if !r.opts.Conversion {
+		return ReleaseConversion(ctx, r.client, r.reader, r.opts)
+	}
 	return r.applyConversion(ctx, caBundle)
 }
 
