@@ -60,6 +60,7 @@ type operatorOptions struct {
 	watchListSet            bool // --watch-list was given
 	selfMonitoring          bool
 	installCRDs             bool
+	manageRBAC              bool
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -109,6 +110,7 @@ func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.wh.ConfigurationName, "webhook-configuration", "lookout", "Name of the ValidatingWebhookConfiguration")
 	f.StringVar(&o.wh.CAInjectFrom, "webhook-ca-inject-from", "", "With --webhook-manage-certs=false: cert-manager Certificate <namespace>/<name> for CA injection")
 	f.StringVar(&o.reloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar")
+	f.BoolVar(&o.manageRBAC, "manage-rbac", false, "Give the generated pods the RBAC they use: Prometheus's discovery Roles or ClusterRole, the reloaders' read of their config Secret. Needs write rights on ClusterRoles, Roles and bindings, which RBAC cannot limit to the operator's own (a leaked token could empty any role). Off, as with prometheus-operator, bind the Prometheus ServiceAccount to the discovery rights yourself; the reloaders then follow the mounted config")
 	f.BoolVar(&o.selfMonitoring, "self-monitoring", false, "When leading, apply the operator's own ServiceMonitor, the reloaders' PodMonitor (in the watched namespaces) and its PrometheusRule in the operator's namespace")
 	f.BoolVar(&o.installCRDs, "install-crds", false, "Apply the monitoring.coreos.com CRDs built into this binary at start and wait until they are served (server-side apply: an older schema is upgraded, other owners' fields such as the conversion webhook are kept)")
 	f.BoolVar(&o.watchList, "watch-list", false, "Informers receive their initial objects as a stream of watch events (client-go's WatchListClient) instead of pages of lists: less apiserver memory for very large collections, a slower start (default: pages, unless KUBE_FEATURE_WatchListClient says otherwise)")
@@ -228,6 +230,7 @@ func runOperator(o operatorOptions) error {
 	if err := controller.Setup(mgr, controller.Options{
 		Workers:       o.workers,
 		ReloaderImage: o.reloaderImage,
+		NoRBAC:        !o.manageRBAC,
 	}); err != nil {
 		return fmt.Errorf("set up controllers: %w", err)
 	}
@@ -243,7 +246,7 @@ func runOperator(o operatorOptions) error {
 	}
 
 	log.Info("Starting Lookout operator", "version", version.Version, "commit", version.CommitOrUnknown(),
-		"namespaces", o.namespaces, "leaderElection", o.leaderElect, "kubeAPIQPS", o.kubeAPIQPS, "kubeAPIBurst", o.kubeAPIBurst)
+		"namespaces", o.namespaces, "manageRBAC", o.manageRBAC, "leaderElection", o.leaderElect, "kubeAPIQPS", o.kubeAPIQPS, "kubeAPIBurst", o.kubeAPIBurst)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

@@ -5,6 +5,8 @@ import (
 	"unicode"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Scope says where a Permission is needed.
@@ -34,6 +36,16 @@ const (
 	// CRDs embedded in the binary at start (the Helm chart's way to install
 	// and upgrade them).
 	FeatureInstallCRDs Feature = "InstallCRDs"
+	// FeatureGenerateRBAC: --manage-rbac gives each generated pod the RBAC
+	// it needs (Prometheus discovery, the reloaders' read of their config
+	// Secret). It needs write rights on ClusterRoles, Roles and their
+	// bindings, which RBAC cannot limit to the objects the operator created:
+	// a token with them can empty or delete any role of the cluster. So it is
+	// not in the default install; without it, as with prometheus-operator,
+	// the user binds the Prometheus ServiceAccount to the discovery rights,
+	// and the reloaders read the mounted config (kubelet sync: up to a
+	// minute or two) instead of watching the Secret.
+	FeatureGenerateRBAC Feature = "GenerateRBAC"
 )
 
 // Permission is one rule of the operator's RBAC and why it is needed.
@@ -92,24 +104,24 @@ var Permissions = []Permission{
 	{Scope: ScopeWatched, Group: "", Resources: []string{"services", "secrets", "configmaps", "serviceaccounts"},
 		Verbs: writeVerbs, Why: "governing Services, config Secrets, rule ConfigMaps, ServiceAccounts; referenced credentials read"},
 	{Scope: ScopeWatched, Group: "rbac.authorization.k8s.io", Resources: []string{"roles", "rolebindings"},
-		Verbs: writeVerbs, Why: "discovery and reloader RBAC of the generated pods"},
+		Verbs: writeVerbs, Feature: FeatureGenerateRBAC, Why: "discovery and reloader RBAC of the generated pods"},
 	// Held only to be granted: the generated discovery Roles give
 	// Prometheus these, and RBAC lets nobody grant what it lacks.
 	{Scope: ScopeWatched, Group: "", Resources: []string{"endpoints", "pods"},
-		Verbs: readVerbs, Why: "granted to Prometheus for service discovery"},
+		Verbs: readVerbs, Feature: FeatureGenerateRBAC, Why: "granted to Prometheus for service discovery"},
 	{Scope: ScopeWatched, Group: "discovery.k8s.io", Resources: []string{"endpointslices"},
-		Verbs: readVerbs, Why: "granted to Prometheus for service discovery"},
+		Verbs: readVerbs, Feature: FeatureGenerateRBAC, Why: "granted to Prometheus for service discovery"},
 	{Scope: ScopeWatched, Group: "networking.k8s.io", Resources: []string{"ingresses"},
-		Verbs: readVerbs, Why: "granted to Prometheus for Probe ingress discovery"},
+		Verbs: readVerbs, Feature: FeatureGenerateRBAC, Why: "granted to Prometheus for Probe ingress discovery"},
 	{Scope: ScopeWatched, Group: "events.k8s.io", Resources: []string{"events"},
 		Verbs: []string{"create", "patch"}, Why: "Events on workloads and rejected objects"},
 
 	{Scope: ScopeCluster, Group: "", Resources: []string{"namespaces"},
 		Verbs: readVerbs, Why: "namespace selectors"},
 	{Scope: ScopeCluster, Group: "", Resources: []string{"nodes"},
-		Verbs: readVerbs, Why: "granted to Prometheus for node discovery"},
+		Verbs: readVerbs, Feature: FeatureGenerateRBAC, Why: "granted to Prometheus for node discovery"},
 	{Scope: ScopeCluster, Group: "rbac.authorization.k8s.io", Resources: []string{"clusterroles", "clusterrolebindings"},
-		Verbs: writeVerbs, Why: "discovery RBAC of a Prometheus that scrapes every namespace or nodes"},
+		Verbs: writeVerbs, Feature: FeatureGenerateRBAC, Why: "discovery RBAC of a Prometheus that scrapes every namespace or nodes"},
 	{Scope: ScopeCluster, Group: "admissionregistration.k8s.io", Resources: []string{"validatingwebhookconfigurations"},
 		ResourceNames: []string{"lookout"}, Verbs: []string{"get", "patch"},
 		Why: "the webhook's configuration and CA bundle (the configuration ships with the install)"},
@@ -175,6 +187,46 @@ func PolicyRules(scope Scope, feature Feature) []rbacv1.PolicyRule {
 			ResourceNames: p.ResourceNames,
 			Verbs:         p.Verbs,
 		})
+	}
+	return out
+}
+
+// generatesRBAC reports whether the generated pods get RBAC (--manage-rbac).
+func (o Options) generatesRBAC() bool { return !o.NoRBAC }
+
+// withoutRBAC drops the RBAC objects of a render when o generates none.
+func withoutRBAC[T client.Object](o Options, objs []T) []T {
+	if o.generatesRBAC() {
+		return objs
+	}
+	out := make([]T, 0, len(objs))
+	for _, obj := range objs {
+		if !isRBAC(obj) {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+func isRBAC(obj client.Object) bool {
+	switch obj.(type) {
+	case *rbacv1.Role, *rbacv1.RoleBinding, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+		return true
+	}
+	return false
+}
+
+// prunedKinds drops the RBAC kinds from kinds when o generates no RBAC: the
+// operator then has no right to list them, and nothing of theirs to prune.
+func prunedKinds(o Options, kinds []schema.GroupVersionKind) []schema.GroupVersionKind {
+	if o.generatesRBAC() {
+		return kinds
+	}
+	var out []schema.GroupVersionKind
+	for _, k := range kinds {
+		if k.Group != rbacv1.GroupName {
+			out = append(out, k)
+		}
 	}
 	return out
 }

@@ -107,6 +107,7 @@ func template(objs []runtime.Object, edit func(map[string]any)) (string, error) 
 		indent := listLine.FindStringSubmatch(line)[1]
 		return fmt.Sprintf("%[1]s{{- if $.Values.namespaces }}\n%[1]s- --namespaces={{ join \",\" $.Values.namespaces }}\n%[1]s{{- end }}\n"+
 			"%[1]s{{- if not $.Values.webhook.enabled }}\n%[1]s- --webhook=false\n%[1]s{{- end }}\n"+
+			"%[1]s{{- if $.Values.generateRBAC }}\n%[1]s- "+manageRBACArg+"\n%[1]s{{- else }}\n%[1]s- "+manageRBACArg+"=false\n%[1]s{{- end }}\n"+
 			"%[1]s{{- if and $.Values.webhook.enabled $.Values.webhook.conversion }}\n%[1]s- --webhook-conversion\n%[1]s{{- end }}\n"+
 			"%[1]s{{- if $.Values.selfMonitoring.enabled }}\n%[1]s- --self-monitoring\n%[1]s{{- end }}\n"+
 			"%[1]s{{- if $.Values.crds.install }}\n%[1]s- --install-crds\n%[1]s{{- end }}\n"+
@@ -144,7 +145,7 @@ func set(m map[string]any, path string, v any) {
 }
 
 func chart(out map[string][]byte) error {
-	o := Options{Namespace: phNamespace, Image: phImage, ReloaderImage: phReloaderImage, ClusterName: phFullname, InstallCRDs: true}
+	o := Options{Namespace: phNamespace, Image: phImage, ReloaderImage: phReloaderImage, ClusterName: phFullname, InstallCRDs: true, GenerateRBAC: true}
 	o.defaults()
 	dir := ChartDir + "/"
 	// No crds/: Helm stores the whole chart in the release Secret, and the
@@ -190,10 +191,11 @@ func chart(out map[string][]byte) error {
 		// The optional parts' flags are template conditions (listLine).
 		base := o
 		base.NoSelfMonitoring, base.InstallCRDs = true, false
-		args := Args(base)
-		list := make([]any, 0, len(args)+1)
-		for _, a := range args {
-			list = append(list, a)
+		var list []any
+		for _, a := range Args(base) {
+			if !strings.HasPrefix(a, manageRBACArg) {
+				list = append(list, a)
+			}
 		}
 		set(m, c+"args", append(list, phExtraArgs))
 	})
@@ -315,6 +317,15 @@ reloaderImage:
   tag: ""
 # Replicas elect a leader; every replica serves the webhook. A PodDisruptionBudget keeps one when there are more than one.
 replicas: 2
+# The operator gives every Prometheus the RBAC its discovery needs (a Role per namespace it scrapes,
+# a ClusterRole for all namespaces or nodes) and every reloader the right to watch its config Secret.
+# For that it holds create, update, patch and delete on ClusterRoles, Roles and their bindings, which
+# RBAC cannot limit to the ones it creates: its token could empty or delete any role in the cluster.
+# Off (the default), as with prometheus-operator: bind each Prometheus's ServiceAccount
+# (prometheus-<name>, or spec.serviceAccountName) to get/list/watch on endpoints, endpointslices,
+# pods, services (and ingresses for Probes, nodes for node discovery) yourself; the reloaders follow
+# the mounted config Secret, which the kubelet syncs within a minute or two, instead of the API.
+generateRBAC: false
 # Namespaces to watch; empty watches all of them. With a list, the namespaced objects' permissions
 # are a Role in each of these namespaces instead of a ClusterRole.
 namespaces: []
@@ -366,6 +377,7 @@ func toMapAny(v any) (map[string]any, error) {
 var chartFeatures = map[controller.Feature]string{
 	controller.FeatureSelfMonitoring: ".Values.selfMonitoring.enabled",
 	controller.FeatureInstallCRDs:    ".Values.crds.install",
+	controller.FeatureGenerateRBAC:   ".Values.generateRBAC",
 }
 
 // chartRBAC writes rbac.yaml: for the operator's own rules and for each

@@ -34,6 +34,7 @@ func valuesSchema() ([]byte, error) {
 		"reloaderImage":     image(nil),
 		"replicas":          obj{"type": "integer", "minimum": 1},
 		"namespaces":        strings,
+		"generateRBAC":      boolean,
 		"webhook":           closed(obj{"enabled": boolean, "conversion": boolean}),
 		"selfMonitoring":    closed(obj{"enabled": boolean}),
 		"networkPolicy": closed(obj{

@@ -77,6 +77,10 @@ type Options struct {
 	// NoSelfMonitoring leaves out the dashboard and --self-monitoring (the
 	// ServiceMonitor, PodMonitor and PrometheusRule the operator applies).
 	NoSelfMonitoring bool
+	// GenerateRBAC: the operator gives the generated pods their RBAC
+	// (--manage-rbac), and holds write rights on ClusterRoles, Roles and
+	// bindings to do so (controller.FeatureGenerateRBAC says what that costs).
+	GenerateRBAC bool
 	// ClusterName names the cluster-scoped objects: ClusterRoles and their
 	// bindings (ClusterName, ClusterName-watched), the Roles in watched
 	// namespaces and the ValidatingWebhookConfiguration; default Name. Two
@@ -193,6 +197,8 @@ func ServiceAccount(o Options) *corev1.ServiceAccount {
 	}
 }
 
+const manageRBACArg = "--manage-rbac"
+
 // Args are the operator's command-line arguments for o.
 func Args(o Options) []string {
 	o.defaults()
@@ -202,6 +208,12 @@ func Args(o Options) []string {
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", ProbePort),
 		"--webhook-cert-dir=" + WebhookCertDir,
+	}
+	// Explicit either way: the Deployment says whether the operator writes RBAC.
+	if o.GenerateRBAC {
+		args = append(args, manageRBACArg)
+	} else {
+		args = append(args, manageRBACArg+"=false")
 	}
 	if len(o.WatchNamespaces) > 0 {
 		args = append(args, "--namespaces="+strings.Join(o.WatchNamespaces, ","))

@@ -35,7 +35,7 @@ func TestTheGeneratedInstallFilesAreUpToDate(t *testing.T) {
 		}
 	}
 	// Nothing generated is left over from an earlier definition.
-	for _, dir := range []string{KustomizeBase, NamespacedDir, CertManagerDir, ChartDir} {
+	for _, dir := range []string{KustomizeBase, NamespacedDir, CertManagerDir, GeneratedRBACDir, ChartDir} {
 		_ = filepath.WalkDir(filepath.Join(repoRoot, dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
@@ -74,7 +74,7 @@ func TestEveryPermissionIsInTheInstallsRBAC(t *testing.T) {
 	for _, ns := range [][]string{nil, {"team-a"}} {
 		granted := 0
 		// Every feature on: each rule is granted once.
-		for _, obj := range RBAC(Options{WatchNamespaces: ns, InstallCRDs: true}) {
+		for _, obj := range RBAC(Options{WatchNamespaces: ns, InstallCRDs: true, GenerateRBAC: true}) {
 			granted += len(rulesOf(obj))
 		}
 		if granted != len(controller.Permissions) {
@@ -133,5 +133,36 @@ func TestTheDefaultInstallGrantsNoRightOnCRDsButTheConversionCRD(t *testing.T) {
 				t.Errorf("the default install grants %v on %v %v", r.Verbs, r.Resources, r.ResourceNames)
 			}
 		}
+	}
+}
+
+// RBAC cannot limit a write to the roles the operator created: in the
+// default install (all namespaces or some, with or without the CRDs) no
+// role lets it create, update, patch or delete a role or a binding.
+func TestTheDefaultInstallCannotWriteRolesOrBindings(t *testing.T) {
+	write := []string{"create", "update", "patch", "delete", "deletecollection", "*", "escalate", "bind"}
+	for _, o := range []Options{{}, {WatchNamespaces: []string{"team-a"}}, {InstallCRDs: true}} {
+		for _, obj := range RBAC(o) {
+			for _, r := range rulesOf(obj) {
+				if !slices.Contains(r.APIGroups, rbacv1.GroupName) && !slices.Contains(r.APIGroups, "*") {
+					continue
+				}
+				for _, v := range r.Verbs {
+					if slices.Contains(write, v) {
+						t.Errorf("%+v: %T %s grants %s on %v", o, obj, obj.(interface{ GetName() string }).GetName(), v, r.Resources)
+					}
+				}
+			}
+		}
+	}
+	// The variant that asks for it has them, in roles named for it.
+	found := false
+	for _, obj := range FeatureRBAC(Options{GenerateRBAC: true}, controller.FeatureGenerateRBAC) {
+		for _, r := range rulesOf(obj) {
+			found = found || (slices.Contains(r.Resources, "clusterroles") && slices.Contains(r.Verbs, "create"))
+		}
+	}
+	if !found {
+		t.Error("the generated-RBAC variant cannot create ClusterRoles")
 	}
 }

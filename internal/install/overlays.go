@@ -2,6 +2,7 @@ package install
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,6 +46,24 @@ func overlays(out map[string][]byte) error {
 		return err
 	}
 	out[NamespacedDir+"/kustomization.yaml"] = kustomization([]string{"../default", "watched-roles.yaml"}, patches.String())
+
+	// generated-rbac: the operator gives the generated pods their RBAC, with
+	// the rights that takes, in roles of their own.
+	gr := Options{GenerateRBAC: true}
+	granted, err := marshalAll(FeatureRBAC(gr, controller.FeatureGenerateRBAC))
+	if err != nil {
+		return err
+	}
+	out[GeneratedRBACDir+"/rbac.yaml"] = append([]byte(generatedHeader), granted...)
+	at := slices.Index(Args(def), manageRBACArg+"=false")
+	if at < 0 || !slices.Contains(Args(gr), manageRBACArg) {
+		return fmt.Errorf("the install's arguments do not say %s", manageRBACArg)
+	}
+	argPath := fmt.Sprintf("/spec/template/spec/containers/0/args/%d", at)
+	patches.Reset()
+	fmt.Fprintf(&patches, "patches:\n- target:\n    kind: Deployment\n    name: %s\n  patch: |-\n    - op: test\n      path: %s\n      value: %s\n    - op: replace\n      path: %s\n      value: %s\n",
+		Name, argPath, mustJSON(manageRBACArg+"=false"), argPath, mustJSON(manageRBACArg))
+	out[GeneratedRBACDir+"/kustomization.yaml"] = kustomization([]string{"../default", "rbac.yaml"}, patches.String())
 
 	// cert-manager: a self-signed Issuer and a Certificate for the webhook
 	// Service; the operator serves cert-manager's certificate and the

@@ -27,6 +27,9 @@ func (o Options) features() []controller.Feature {
 	if o.InstallCRDs {
 		fs = append(fs, controller.FeatureInstallCRDs)
 	}
+	if o.GenerateRBAC {
+		fs = append(fs, controller.FeatureGenerateRBAC)
+	}
 	return fs
 }
 

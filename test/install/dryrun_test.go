@@ -49,7 +49,7 @@ func expectApplied(t *testing.T, manifests []byte, out string) {
 
 func TestTheKustomizeBaseAndOverlaysApplyWithAServerSideDryRun(t *testing.T) {
 	installCertManagerStandIns(t, cp.RESTConfig)
-	for _, dir := range []string{install.KustomizeBase, install.NamespacedDir, install.CertManagerDir} {
+	for _, dir := range []string{install.KustomizeBase, install.NamespacedDir, install.CertManagerDir, install.GeneratedRBACDir} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			manifests := runTool(t, nil, kubectl, "kustomize", dir)
 			expectApplied(t, manifests, dryRun(t, manifests))
@@ -153,6 +153,7 @@ func TestEachKustomizeOverlayRendersTheObjectsOfItsVariant(t *testing.T) {
 		{install.KustomizeBase, install.Options{}, nil},
 		{install.NamespacedDir, install.Options{WatchNamespaces: install.ExampleWatchNamespaces}, nil},
 		{install.CertManagerDir, install.Options{CertManager: true}, install.CertManagerObjects(install.Options{CertManager: true})},
+		{install.GeneratedRBACDir, install.Options{GenerateRBAC: true}, nil},
 	} {
 		t.Run(filepath.Base(c.dir), func(t *testing.T) {
 			got := objectsOf(t, runTool(t, nil, kubectl, "kustomize", c.dir))

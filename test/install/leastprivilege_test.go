@@ -72,10 +72,12 @@ func installWithHelm(t *testing.T) {
 	})
 }
 
-// installWithKustomize applies the namespaced overlay for real.
-func installWithKustomize(t *testing.T) {
-	t.Helper()
-	runTool(t, nil, kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "--server-side", "-k", install.NamespacedDir)
+// installWithKustomize applies a kustomize directory for real.
+func installWithKustomize(dir string) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Helper()
+		runTool(t, nil, kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "--server-side", "-k", dir)
+	}
 }
 
 // operatorConfig is a client configuration with a token of the operator's
@@ -97,7 +99,7 @@ func operatorConfig(t *testing.T, mu *sync.Mutex, forbidden *[]string) *rest.Con
 // wires it from the Deployment's flags: leader election in the operator
 // namespace, the webhook with managed certificates behind the lookout-webhook
 // Service, the controllers.
-func startOperator(t *testing.T, cfg *rest.Config, namespaces []string) {
+func startOperator(t *testing.T, cfg *rest.Config, namespaces []string, generateRBAC bool) {
 	t.Helper()
 	ports, err := controlplane.FreePorts(1)
 	if err != nil {
@@ -139,7 +141,7 @@ func startOperator(t *testing.T, cfg *rest.Config, namespaces []string) {
 	if err := webhook.Setup(mgr, wh); err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(mgr, controller.Options{Workers: 2, ReloaderImage: "lookout-reloader:test"}); err != nil {
+	if err := controller.Setup(mgr, controller.Options{Workers: 2, ReloaderImage: "lookout-reloader:test", NoRBAC: !generateRBAC}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -184,14 +186,19 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 		// watch is --namespaces; ns is where the objects are.
 		watch []string
 		ns    string
+		// generateRBAC is --manage-rbac, as the install variant passes it.
+		generateRBAC bool
 	}{
 		{name: "installed by the Helm chart, watching all namespaces", install: installWithHelm, ns: "app"},
-		{name: "installed by the namespaced kustomize overlay, watching its example namespace", install: installWithKustomize,
+		{name: "installed by the namespaced kustomize overlay, watching its example namespace", install: installWithKustomize(install.NamespacedDir),
 			watch: install.ExampleWatchNamespaces, ns: install.ExampleWatchNamespaces[0]},
+		// Last: the RBAC it generates stays behind.
+		{name: "installed by the generated-RBAC kustomize overlay, watching all namespaces", install: installWithKustomize(install.GeneratedRBACDir),
+			ns: "app-rbac", generateRBAC: true},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			m.install(t)
-			leastPrivilegeFlow(t, m.watch, m.ns)
+			leastPrivilegeFlow(t, m.watch, m.ns, m.generateRBAC)
 		})
 	}
 	t.Run("the dashboard and the alerts query only metrics the operator and the reloader export", checkQueries)
@@ -200,10 +207,10 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 // leastPrivilegeFlow runs the operator with the RBAC just installed, as its
 // ServiceAccount, watching watch, and goes through every kind in ns; it fails
 // on any 403.
-func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
+func leastPrivilegeFlow(t *testing.T, watch []string, ns string, generateRBAC bool) {
 	var mu sync.Mutex
 	var forbidden []string
-	startOperator(t, operatorConfig(t, &mu, &forbidden), watch)
+	startOperator(t, operatorConfig(t, &mu, &forbidden), watch, generateRBAC)
 	forbiddenSoFar = func() string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -307,14 +314,28 @@ func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
 		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-platform"}, &sts); err != nil {
 			return false, err.Error()
 		}
+		var roles rbacv1.RoleList
+		var crs rbacv1.ClusterRoleList
+		if err := k8s.List(testCtx, &roles, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "lookout"}); err != nil {
+			return false, err.Error()
+		}
+		if err := k8s.List(testCtx, &crs, client.MatchingLabels{"app.kubernetes.io/managed-by": "lookout"}); err != nil {
+			return false, err.Error()
+		}
+		if !generateRBAC {
+			// As prometheus-operator: the user provides the Prometheus's RBAC.
+			if len(roles.Items)+len(crs.Items) > 0 {
+				t.Fatalf("the operator without --manage-rbac generated %d Roles and %d ClusterRoles", len(roles.Items), len(crs.Items))
+			}
+			return true, ""
+		}
 		if len(watch) > 0 {
 			var r rbacv1.Role
 			err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: promrender.RBACName(prom)}, &r)
 			return err == nil, fmt.Sprintf("discovery Role: %v", err)
 		}
-		var crs rbacv1.ClusterRoleList
-		if err := k8s.List(testCtx, &crs, client.MatchingLabels{"app.kubernetes.io/managed-by": "lookout"}); err != nil || len(crs.Items) == 0 {
-			return false, fmt.Sprintf("no generated ClusterRole (%v)", err)
+		if len(crs.Items) == 0 {
+			return false, "no generated ClusterRole"
 		}
 		return true, ""
 	})
