@@ -188,17 +188,20 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 		ns    string
 		// generateRBAC is --manage-rbac, as the install variant passes it.
 		generateRBAC bool
+		// reapply, once the operator has injected its CA bundle, applies
+		// the install again with a change.
+		reapply func(*testing.T)
 	}{
 		{name: "installed by the Helm chart, watching all namespaces", install: installWithHelm, ns: "app"},
 		{name: "installed by the namespaced kustomize overlay, watching its example namespace", install: installWithKustomize(install.NamespacedDir),
-			watch: install.ExampleWatchNamespaces, ns: install.ExampleWatchNamespaces[0]},
+			watch: install.ExampleWatchNamespaces, ns: install.ExampleWatchNamespaces[0], reapply: reapplyWithAnotherTimeout(install.NamespacedDir)},
 		// Last: the RBAC it generates stays behind.
 		{name: "installed by the generated-RBAC kustomize overlay, watching all namespaces", install: installWithKustomize(install.GeneratedRBACDir),
 			ns: "app-rbac", generateRBAC: true},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			m.install(t)
-			leastPrivilegeFlow(t, m.watch, m.ns, m.generateRBAC)
+			leastPrivilegeFlow(t, m.watch, m.ns, m.generateRBAC, m.reapply)
 		})
 	}
 	t.Run("the dashboard and the alerts query only metrics the operator and the reloader export", checkQueries)
@@ -207,7 +210,7 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 // leastPrivilegeFlow runs the operator with the RBAC just installed, as its
 // ServiceAccount, watching watch, and goes through every kind in ns; it fails
 // on any 403.
-func leastPrivilegeFlow(t *testing.T, watch []string, ns string, generateRBAC bool) {
+func leastPrivilegeFlow(t *testing.T, watch []string, ns string, generateRBAC bool, reapply func(*testing.T)) {
 	var mu sync.Mutex
 	var forbidden []string
 	startOperator(t, operatorConfig(t, &mu, &forbidden), watch, generateRBAC)
@@ -302,6 +305,9 @@ func leastPrivilegeFlow(t *testing.T, watch []string, ns string, generateRBAC bo
 		}
 		return len(vwc.Webhooks) > 0 && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0, "no CA bundle yet"
 	})
+	if reapply != nil {
+		reapply(t)
+	}
 	eventually(t, "the Prometheus is reconciled with its StatefulSet, config and discovery RBAC", func() (bool, string) {
 		var p monitoringv1.Prometheus
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(prom), &p); err != nil {
@@ -562,4 +568,31 @@ func accepted(bs []monitoringv1.WorkloadBinding) string {
 		}
 	}
 	return ""
+}
+
+// reapplyWithAnotherTimeout applies the kustomize directory again, as its
+// user upgrading it would, with a changed webhook timeout: the operator owns
+// only the CA bundle of the configuration the install ships, so the apply
+// meets no field conflict, the timeout changes and the bundle stays.
+func reapplyWithAnotherTimeout(dir string) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Helper()
+		rendered := runTool(t, nil, kubectl, "kustomize", dir)
+		changed := strings.ReplaceAll(string(rendered), "timeoutSeconds: 5", "timeoutSeconds: 7")
+		if changed == string(rendered) {
+			t.Fatal("the install has no timeoutSeconds: 5 to change")
+		}
+		runTool(t, []byte(changed), kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "--server-side", "-f", "-")
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := k8s.Get(testCtx, client.ObjectKey{Name: webhook.DefaultConfigurationName}, &vwc); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range vwc.Webhooks {
+			if w.TimeoutSeconds == nil || *w.TimeoutSeconds != 7 || len(w.ClientConfig.CABundle) == 0 {
+				t.Fatalf("after the install's apply, webhook %s has timeout %v and a CA bundle of %d bytes; want 7 and the operator's bundle", w.Name, w.TimeoutSeconds, len(w.ClientConfig.CABundle))
+			}
+		}
+		// Back to the install as it ships, for what follows.
+		runTool(t, rendered, kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "--server-side", "-f", "-")
+	}
 }
