@@ -141,12 +141,7 @@ func shBlocks(text string) [][]string {
 // a namespace holding one deletes.
 func TestTheREADMEInstallCommandsWorkOnAClusterWithoutCRDs(t *testing.T) {
 	paths := readmeInstallPaths(t)
-	bin := filepath.Join(t.TempDir(), "lookout")
-	build := exec.CommandContext(testCtx, "go", "build", "-o", bin, "./cmd/lookout")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build lookout: %v\n%s", err, out)
-	}
+	bin := buildLookout(t)
 	for _, p := range paths {
 		t.Run(p.install[0], func(t *testing.T) {
 			empty, err := controlplane.Start(testCtx, controlplane.Options{Log: os.Stderr})
@@ -180,7 +175,7 @@ func TestTheREADMEInstallCommandsWorkOnAClusterWithoutCRDs(t *testing.T) {
 			if !certManager {
 				// Under cert-manager the operator serves the certificate
 				// cert-manager issues, and there is no cert-manager here.
-				runInstalledOperator(t, empty, bin)
+				runInstalledOperator(t, empty, bin).Stop()
 			}
 			if installsCRDs {
 				var crd apiextensionsv1.CustomResourceDefinition
@@ -194,19 +189,7 @@ func TestTheREADMEInstallCommandsWorkOnAClusterWithoutCRDs(t *testing.T) {
 			expectNoCRDLoss(t, c)
 
 			// An AlertmanagerConfig in a namespace of its own, then the uninstall.
-			team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
-			amc := &monitoringv1alpha1.AlertmanagerConfig{
-				ObjectMeta: metav1.ObjectMeta{Namespace: team.Name, Name: "routing"},
-				Spec: monitoringv1alpha1.AlertmanagerConfigSpec{
-					Route:     &monitoringv1alpha1.Route{Receiver: "null"},
-					Receivers: []monitoringv1alpha1.Receiver{{Name: "null"}},
-				},
-			}
-			for _, o := range []client.Object{team, amc} {
-				if err := c.Create(testCtx, o); err != nil {
-					t.Fatal(err)
-				}
-			}
+			team := createAlertmanagerConfig(t, c)
 			shell(t, empty, p.uninstall)
 			expectWorkingAfterUninstall(t, empty, c, team)
 		})
@@ -277,7 +260,7 @@ func expectNoCRDLoss(t *testing.T, c client.Client) {
 // installed Deployment (out of the cluster: the webhook by URL, the cert
 // directory and the probes' addresses its own) and a token of the installed
 // ServiceAccount, until its self-monitoring objects exist.
-func runInstalledOperator(t *testing.T, cp *controlplane.ControlPlane, bin string) {
+func runInstalledOperator(t *testing.T, cp *controlplane.ControlPlane, bin string, extra ...string) *devenv.Operator {
 	t.Helper()
 	c, err := client.New(cp.RESTConfig, client.Options{Scheme: crdScheme(t)})
 	if err != nil {
@@ -296,7 +279,7 @@ func runInstalledOperator(t *testing.T, cp *controlplane.ControlPlane, bin strin
 		}
 		args = append(args, a)
 	}
-	args = append(args, "--leader-election-namespace="+install.DefaultNamespace)
+	args = append(append(args, "--leader-election-namespace="+install.DefaultNamespace), extra...)
 	dir := t.TempDir()
 	op, err := devenv.StartOperator(testCtx, bin, serviceAccountKubeconfig(t, cp, dir), filepath.Join(dir, "operator.log"), args...)
 	if err != nil {
@@ -320,7 +303,7 @@ func runInstalledOperator(t *testing.T, cp *controlplane.ControlPlane, bin strin
 		log, _ := os.ReadFile(op.LogPath)
 		t.Fatalf("the operator run as installed (%q) did not apply its self-monitoring objects: %v\n%s", args, err, devenv.LastBytes(log, 8192))
 	}
-	op.Stop()
+	return op
 }
 
 // serviceAccountKubeconfig writes a kubeconfig with a token of the
@@ -405,4 +388,90 @@ func serviceAccountToken(t *testing.T, cp *controlplane.ControlPlane) string {
 		t.Fatalf("request a token for ServiceAccount %s/%s: %v", install.DefaultNamespace, install.Name, err)
 	}
 	return tr.Status.Token
+}
+
+// A release with the conversion webhook on, then turned off by the value
+// that removes the whole webhook: the operator of the new release points the
+// AlertmanagerConfig CRD's conversion back to None, so AlertmanagerConfigs
+// still list in every version and their namespaces delete, after the
+// release is gone too.
+func TestTurningTheWebhookOffReleasesTheConversionWebhook(t *testing.T) {
+	bin := buildLookout(t)
+	empty, err := controlplane.Start(testCtx, controlplane.Options{Log: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(empty.Stop)
+	c, err := client.New(empty.RESTConfig, client.Options{Scheme: crdScheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both runs serve at one address, as the Service would be one.
+	at := []string{fmt.Sprintf("--webhook-port=%d", ports[0]), fmt.Sprintf("--webhook-url=https://127.0.0.1:%d", ports[0])}
+
+	shell(t, empty, "helm install lookout charts/lookout -n lookout-system --create-namespace --set webhook.conversion=true")
+	op := runInstalledOperator(t, empty, bin, at...)
+	waitConversion(t, c, "Webhook")
+	op.Stop()
+	team := createAlertmanagerConfig(t, c)
+
+	shell(t, empty, "helm upgrade lookout charts/lookout -n lookout-system --reuse-values --set webhook.enabled=false")
+	op = runInstalledOperator(t, empty, bin, at...)
+	waitConversion(t, c, "None")
+	op.Stop()
+	shell(t, empty, "helm uninstall lookout -n lookout-system")
+	expectWorkingAfterUninstall(t, empty, c, team)
+}
+
+// waitConversion waits until the AlertmanagerConfig CRD converts by want.
+func waitConversion(t *testing.T, c client.Client, want string) {
+	t.Helper()
+	var got string
+	err := wait.PollUntilContextTimeout(testCtx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := c.Get(ctx, client.ObjectKey{Name: "alertmanagerconfigs.monitoring.coreos.com"}, &crd); err != nil || crd.Spec.Conversion == nil {
+			return false, nil
+		}
+		got = string(crd.Spec.Conversion.Strategy)
+		return got == want, nil
+	})
+	if err != nil {
+		t.Fatalf("the AlertmanagerConfig CRD's conversion is %q, want %s", got, want)
+	}
+}
+
+// buildLookout builds the lookout binary for this test.
+func buildLookout(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lookout")
+	build := exec.CommandContext(testCtx, "go", "build", "-o", bin, "./cmd/lookout")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build lookout: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// createAlertmanagerConfig creates the namespace team holding the
+// AlertmanagerConfig team/routing, and returns the namespace.
+func createAlertmanagerConfig(t *testing.T, c client.Client) *corev1.Namespace {
+	t.Helper()
+	team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+	amc := &monitoringv1alpha1.AlertmanagerConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: team.Name, Name: "routing"},
+		Spec: monitoringv1alpha1.AlertmanagerConfigSpec{
+			Route:     &monitoringv1alpha1.Route{Receiver: "null"},
+			Receivers: []monitoringv1alpha1.Receiver{{Name: "null"}},
+		},
+	}
+	for _, o := range []client.Object{team, amc} {
+		if err := c.Create(testCtx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return team
 }
