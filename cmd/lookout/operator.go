@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,7 +29,9 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lookout-operator/lookout/internal/controller"
+	"github.com/lookout-operator/lookout/internal/crds"
 	"github.com/lookout-operator/lookout/internal/gather"
+	"github.com/lookout-operator/lookout/internal/install"
 	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
 	"github.com/lookout-operator/lookout/internal/scheme"
 	"github.com/lookout-operator/lookout/internal/version"
@@ -57,6 +62,9 @@ type operatorOptions struct {
 	watchListSet            bool // --watch-list was given
 	controllers             []string
 	postgres                controller.PostgresOptions
+	selfMonitoring          bool
+	installCRDs             bool
+	manageRBAC              bool
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -91,6 +99,7 @@ func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error")
 	f.IntVar(&o.workers, "workers", 4, "Concurrent reconciles per controller")
 	f.BoolVar(&o.webhook, "webhook", true, "Serve the validating admission webhook and manage its ValidatingWebhookConfiguration")
+	f.BoolVar(&o.wh.Conversion, "webhook-conversion", false, "Point the AlertmanagerConfig CRD's conversion at this webhook (v1beta1 <-> v1alpha1 without losing fields). Off, a conversion left pointing at it is set back to None; turn it off before uninstalling, or the CRD calls a Service that is gone")
 	f.IntVar(&o.wh.Port, "webhook-port", 9443, "Port of the webhook server")
 	f.StringVar(&o.wh.Host, "webhook-host", "", "Address the webhook server binds (default: all)")
 	f.StringVar(&o.wh.CertDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "lookout-webhook-certs"), "Directory of the webhook's tls.crt and tls.key")
@@ -109,6 +118,9 @@ func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.postgres.Image, "postgres-image", version.Image("lookout-postgres"), "Image of the PostgreSQL instances of a PostgresCluster whose spec.image is empty")
 	f.StringSliceVar(&o.postgres.BinDirs, "postgres-bin-dirs", []string{gather.DefaultPostgresBinDirs}, "Globs of the PostgreSQL bin directories (<...>/<major>/bin) of the instance image: the majors a PostgresCluster may ask for, and the parameters each accepts")
 	f.Int64Var(&o.postgres.RunAsUser, "postgres-uid", pgrender.DefaultRunAsUser, "User (and group, fsGroup) id of the PostgreSQL containers, as the instance image has it")
+	f.BoolVar(&o.manageRBAC, "manage-rbac", false, "Give the generated pods the RBAC they use: Prometheus's discovery Roles or ClusterRole, the reloaders' read of their config Secret. Needs write rights on ClusterRoles, Roles and bindings, which RBAC cannot limit to the operator's own (a leaked token could empty any role). Off, as with prometheus-operator, bind the Prometheus ServiceAccount to the discovery rights yourself; the reloaders then follow the mounted config")
+	f.BoolVar(&o.selfMonitoring, "self-monitoring", false, "When leading, apply the operator's own ServiceMonitor, the reloaders' PodMonitor (in the watched namespaces) and its PrometheusRule in the operator's namespace")
+	f.BoolVar(&o.installCRDs, "install-crds", false, "Apply the monitoring.coreos.com CRDs built into this binary at start and wait until they are served (server-side apply: an older schema is upgraded, other owners' fields such as the conversion webhook are kept)")
 	f.BoolVar(&o.watchList, "watch-list", false, "Informers receive their initial objects as a stream of watch events (client-go's WatchListClient) instead of pages of lists: less apiserver memory for very large collections, a slower start (default: pages, unless KUBE_FEATURE_WatchListClient says otherwise)")
 }
 
@@ -166,6 +178,12 @@ func runOperator(o operatorOptions) error {
 	}
 	cacheOpts := controller.CacheOptions(o.namespaces)
 
+	if o.installCRDs {
+		if err := applyCRDs(cfg); err != nil {
+			return err
+		}
+	}
+
 	o.wh.Namespace = leNamespace
 	o.wh.FailurePolicy = admissionregistrationv1.FailurePolicyType(o.whFailurePolicy)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -212,18 +230,33 @@ func runOperator(o operatorOptions) error {
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return err
 		}
+	} else if err := mgr.Add(lookoutwebhook.ConversionReleaser{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: o.wh, Log: log.WithName("webhook"),
+	}); err != nil {
+		return err
 	}
 	if err := controller.Setup(mgr, controller.Options{
 		Workers:       o.workers,
 		ReloaderImage: o.reloaderImage,
 		Controllers:   o.controllers,
 		Postgres:      o.postgres,
+		NoRBAC:        !o.manageRBAC,
 	}); err != nil {
 		return fmt.Errorf("set up controllers: %w", err)
 	}
 
+	if o.selfMonitoring {
+		if err := mgr.Add(install.SelfMonitoring{
+			Client:  mgr.GetClient(),
+			Options: install.Options{Namespace: leNamespace, WatchNamespaces: o.namespaces},
+			Log:     log.WithName("self-monitoring"),
+		}); err != nil {
+			return err
+		}
+	}
+
 	log.Info("Starting Lookout operator", "version", version.Version, "commit", version.CommitOrUnknown(),
-		"namespaces", o.namespaces, "leaderElection", o.leaderElect, "kubeAPIQPS", o.kubeAPIQPS, "kubeAPIBurst", o.kubeAPIBurst)
+		"namespaces", o.namespaces, "manageRBAC", o.manageRBAC, "leaderElection", o.leaderElect, "kubeAPIQPS", o.kubeAPIQPS, "kubeAPIBurst", o.kubeAPIBurst)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
@@ -243,6 +276,30 @@ func (o operatorOptions) validate() error {
 		return fmt.Errorf("leader election needs 0 < --leader-election-retry-period (%v) < --leader-election-renew-deadline (%v) < --leader-election-lease-duration (%v)",
 			o.retryPeriod, o.renewDeadline, o.leaseDuration)
 	}
+	return nil
+}
+
+// applyCRDs applies the CRDs built into the binary, as every replica starts:
+// the apiserver writes nothing when they are already this version's.
+func applyCRDs(cfg *rest.Config) error {
+	all, err := crds.Embedded()
+	if err != nil {
+		return err
+	}
+	s := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := crds.Apply(ctx, c, all, install.FieldOwner, 2*time.Minute); err != nil {
+		return fmt.Errorf("--install-crds: %w", err)
+	}
+	ctrl.Log.Info("Applied the CRDs", "crds", len(all))
 	return nil
 }
 

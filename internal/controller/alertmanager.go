@@ -86,10 +86,11 @@ func (alertmanagerKind) setStatus(am *monitoringv1.Alertmanager, sts *appsv1.Sta
 // Alertmanagers it concerns.
 func (r *AlertmanagerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.kind = alertmanagerKind{}
-	return r.controllerFor(mgr, "alertmanager", newAlertmanagerSelecting).
-		Owns(&rbacv1.Role{}).
-		Owns(&rbacv1.RoleBinding{}).
-		Watches(&monitoringv1alpha1.AlertmanagerConfig{}, newAlertmanagerSelecting(mgr.GetClient(), false)).
+	b := r.controllerFor(mgr, "alertmanager", newAlertmanagerSelecting)
+	if r.Options.generatesRBAC() {
+		b = b.Owns(&rbacv1.Role{}).Owns(&rbacv1.RoleBinding{})
+	}
+	return b.Watches(&monitoringv1alpha1.AlertmanagerConfig{}, newAlertmanagerSelecting(mgr.GetClient(), false)).
 		Complete(r)
 }
 

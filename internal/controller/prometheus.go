@@ -47,6 +47,10 @@ type Options struct {
 	Controllers []string
 	// Postgres configures the PostgresCluster controller.
 	Postgres PostgresOptions
+	// NoRBAC: the generated pods get no RBAC (FeatureGenerateRBAC says
+	// what that costs and spares); the operator then writes, reads and
+	// prunes no RBAC object.
+	NoRBAC bool
 }
 
 // PrometheusReconciler converges one Prometheus.
@@ -297,7 +301,7 @@ func (r *PrometheusReconciler) applyAll(ctx context.Context, p *monitoringv1.Pro
 		_, secret := obj.(*corev1.Secret)
 		return secret && obj.GetNamespace() == p.Namespace && pieces[obj.GetName()]
 	}
-	err := applyObjects(ctx, r.Applier, p, d.Objects, isPiece, labels, ownedKinds, rbacKinds, &mem.pruned, yield, retained...)
+	err := applyObjects(ctx, r.Applier, p, withoutRBAC(r.Options, d.Objects), isPiece, labels, ownedKinds, prunedKinds(r.Options, rbacKinds), &mem.pruned, yield, retained...)
 	mem.inFlight = yield.left
 	return err
 }
@@ -621,7 +625,7 @@ func (r *PrometheusReconciler) finalize(ctx context.Context, obj client.Object, 
 	if wg := r.memoryOf(client.ObjectKeyFromObject(p)).inFlight; wg != nil {
 		wg.Wait() // an object created after the prune would be left behind
 	}
-	if _, err := r.Applier.Prune(ctx, "", ownerLabels(p), "", nil, rbacKinds); err != nil {
+	if _, err := r.Applier.Prune(ctx, "", ownerLabels(p), "", nil, prunedKinds(r.Options, rbacKinds)); err != nil {
 		return fmt.Errorf("clean up after %s %s: %w", kind, klog.KObj(p), err)
 	}
 	if err := r.Bindings.submitAndWait(ctx, kind+"/"+p.Namespace+"/"+p.Name, func(ctx context.Context) error {

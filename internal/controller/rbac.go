@@ -1,7 +1,12 @@
 package controller
 
 import (
+	"strings"
+	"unicode"
+
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Scope says where a Permission is needed.
@@ -19,6 +24,30 @@ const (
 	ScopeOperator Scope = "Operator"
 )
 
+// Feature is an optional part of the operator that needs rights of its own;
+// an install grants them only with the operator flag that turns it on.
+type Feature string
+
+const (
+	// FeatureSelfMonitoring: --self-monitoring applies the operator's own
+	// ServiceMonitor, PodMonitor and PrometheusRule in its namespace.
+	FeatureSelfMonitoring Feature = "SelfMonitoring"
+	// FeatureInstallCRDs: --install-crds applies the monitoring.coreos.com
+	// CRDs embedded in the binary at start (the Helm chart's way to install
+	// and upgrade them).
+	FeatureInstallCRDs Feature = "InstallCRDs"
+	// FeatureGenerateRBAC: --manage-rbac gives each generated pod the RBAC
+	// it needs (Prometheus discovery, the reloaders' read of their config
+	// Secret). It needs write rights on ClusterRoles, Roles and their
+	// bindings, which RBAC cannot limit to the objects the operator created:
+	// a token with them can empty or delete any role of the cluster. So it is
+	// not in the default install; without it, as with prometheus-operator,
+	// the user binds the Prometheus ServiceAccount to the discovery rights,
+	// and the reloaders read the mounted config (kubelet sync: up to a
+	// minute or two) instead of watching the Secret.
+	FeatureGenerateRBAC Feature = "GenerateRBAC"
+)
+
 // Permission is one rule of the operator's RBAC and why it is needed.
 type Permission struct {
 	Scope         Scope
@@ -27,6 +56,8 @@ type Permission struct {
 	ResourceNames []string
 	Verbs         []string
 	Why           string
+	// Feature, when set, is the optional part that needs the rule.
+	Feature Feature
 }
 
 var (
@@ -73,24 +104,24 @@ var Permissions = []Permission{
 	{Scope: ScopeWatched, Group: "", Resources: []string{"services", "secrets", "configmaps", "serviceaccounts"},
 		Verbs: writeVerbs, Why: "governing Services, config Secrets, rule ConfigMaps, ServiceAccounts; referenced credentials read"},
 	{Scope: ScopeWatched, Group: "rbac.authorization.k8s.io", Resources: []string{"roles", "rolebindings"},
-		Verbs: writeVerbs, Why: "discovery and reloader RBAC of the generated pods"},
+		Verbs: writeVerbs, Feature: FeatureGenerateRBAC, Why: "discovery and reloader RBAC of the generated pods"},
 	// Held only to be granted: the generated discovery Roles give
 	// Prometheus these, and RBAC lets nobody grant what it lacks.
 	{Scope: ScopeWatched, Group: "", Resources: []string{"endpoints", "pods"},
-		Verbs: readVerbs, Why: "granted to Prometheus for service discovery"},
+		Verbs: readVerbs, Feature: FeatureGenerateRBAC, Why: "granted to Prometheus for service discovery"},
 	{Scope: ScopeWatched, Group: "discovery.k8s.io", Resources: []string{"endpointslices"},
-		Verbs: readVerbs, Why: "granted to Prometheus for service discovery"},
+		Verbs: readVerbs, Feature: FeatureGenerateRBAC, Why: "granted to Prometheus for service discovery"},
 	{Scope: ScopeWatched, Group: "networking.k8s.io", Resources: []string{"ingresses"},
-		Verbs: readVerbs, Why: "granted to Prometheus for Probe ingress discovery"},
+		Verbs: readVerbs, Feature: FeatureGenerateRBAC, Why: "granted to Prometheus for Probe ingress discovery"},
 	{Scope: ScopeWatched, Group: "events.k8s.io", Resources: []string{"events"},
 		Verbs: []string{"create", "patch"}, Why: "Events on workloads and rejected objects"},
 
 	{Scope: ScopeCluster, Group: "", Resources: []string{"namespaces"},
 		Verbs: readVerbs, Why: "namespace selectors"},
 	{Scope: ScopeCluster, Group: "", Resources: []string{"nodes"},
-		Verbs: readVerbs, Why: "granted to Prometheus for node discovery"},
+		Verbs: readVerbs, Feature: FeatureGenerateRBAC, Why: "granted to Prometheus for node discovery"},
 	{Scope: ScopeCluster, Group: "rbac.authorization.k8s.io", Resources: []string{"clusterroles", "clusterrolebindings"},
-		Verbs: writeVerbs, Why: "discovery RBAC of a Prometheus that scrapes every namespace or nodes"},
+		Verbs: writeVerbs, Feature: FeatureGenerateRBAC, Why: "discovery RBAC of a Prometheus that scrapes every namespace or nodes"},
 	{Scope: ScopeCluster, Group: "admissionregistration.k8s.io", Resources: []string{"validatingwebhookconfigurations"},
 		ResourceNames: []string{"lookout"}, Verbs: []string{"get", "patch"},
 		Why: "the webhook's configuration and CA bundle (the configuration ships with the install)"},
@@ -104,13 +135,50 @@ var Permissions = []Permission{
 		Verbs: []string{"get", "create", "update"}, Why: "the webhook CA and serving certificate (lookout-webhook-tls)"},
 	{Scope: ScopeOperator, Group: "", Resources: []string{"events"},
 		Verbs: []string{"create", "patch"}, Why: "leader election Events"},
+
+	// A server-side apply that creates an object needs create as well as
+	// patch; create cannot be limited by name.
+	{Scope: ScopeOperator, Group: "monitoring.coreos.com", Resources: []string{"servicemonitors", "podmonitors", "prometheusrules"},
+		Verbs: []string{"create", "patch"}, Feature: FeatureSelfMonitoring,
+		Why: "the operator's own ServiceMonitor, PodMonitor and PrometheusRule, applied at start"},
+	{Scope: ScopeCluster, Group: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"},
+		Verbs: []string{"create"}, Feature: FeatureInstallCRDs,
+		Why: "the monitoring.coreos.com CRDs, created at start when missing"},
+	{Scope: ScopeCluster, Group: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"},
+		ResourceNames: CRDNames, Verbs: []string{"get", "patch"}, Feature: FeatureInstallCRDs,
+		Why: "the monitoring.coreos.com CRDs, upgraded at start to the schema of the operator's version"},
 }
 
-// PolicyRules returns the rules of one scope, in the order of Permissions.
-func PolicyRules(scope Scope) []rbacv1.PolicyRule {
+// CRDNames are the CRDs the operator serves.
+var CRDNames = []string{
+	"alertmanagerconfigs.monitoring.coreos.com", "alertmanagers.monitoring.coreos.com",
+	"podmonitors.monitoring.coreos.com", "probes.monitoring.coreos.com",
+	"prometheusagents.monitoring.coreos.com", "prometheuses.monitoring.coreos.com",
+	"prometheusrules.monitoring.coreos.com", "scrapeconfigs.monitoring.coreos.com",
+	"servicemonitors.monitoring.coreos.com", "thanosrulers.monitoring.coreos.com",
+}
+
+// Suffix is f in the names of the roles that hold its rules.
+func (f Feature) Suffix() string {
+	var b strings.Builder
+	for i, r := range string(f) {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// PolicyRules returns the rules of one scope that feature needs ("": the
+// rules the operator always needs), in the order of Permissions.
+func PolicyRules(scope Scope, feature Feature) []rbacv1.PolicyRule {
 	var out []rbacv1.PolicyRule
 	for _, p := range Permissions {
-		if p.Scope != scope {
+		if p.Scope != scope || p.Feature != feature {
 			continue
 		}
 		out = append(out, rbacv1.PolicyRule{
@@ -119,6 +187,46 @@ func PolicyRules(scope Scope) []rbacv1.PolicyRule {
 			ResourceNames: p.ResourceNames,
 			Verbs:         p.Verbs,
 		})
+	}
+	return out
+}
+
+// generatesRBAC reports whether the generated pods get RBAC (--manage-rbac).
+func (o Options) generatesRBAC() bool { return !o.NoRBAC }
+
+// withoutRBAC drops the RBAC objects of a render when o generates none.
+func withoutRBAC[T client.Object](o Options, objs []T) []T {
+	if o.generatesRBAC() {
+		return objs
+	}
+	out := make([]T, 0, len(objs))
+	for _, obj := range objs {
+		if !isRBAC(obj) {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+func isRBAC(obj client.Object) bool {
+	switch obj.(type) {
+	case *rbacv1.Role, *rbacv1.RoleBinding, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+		return true
+	}
+	return false
+}
+
+// prunedKinds drops the RBAC kinds from kinds when o generates no RBAC: the
+// operator then has no right to list them, and nothing of theirs to prune.
+func prunedKinds(o Options, kinds []schema.GroupVersionKind) []schema.GroupVersionKind {
+	if o.generatesRBAC() {
+		return kinds
+	}
+	var out []schema.GroupVersionKind
+	for _, k := range kinds {
+		if k.Group != rbacv1.GroupName {
+			out = append(out, k)
+		}
 	}
 	return out
 }

@@ -174,7 +174,7 @@ func (r *workloadReconciler[T]) reconcile(ctx context.Context, req ctrl.Request)
 		return res, err
 	}
 	reportVerdicts(r.Recorder, obj, r.kind.name(), &mem.verdicts, &mem.verdictsKnown, desired.verdicts, indexed(desired.selected))
-	if err := applyObjects(ctx, r.Applier, obj, desired.objects, nil, r.kind.ownerLabels(obj), r.kind.ownedKinds(), nil, &mem.pruned, nil); err != nil {
+	if err := applyObjects(ctx, r.Applier, obj, withoutRBAC(r.Options, desired.objects), nil, r.kind.ownerLabels(obj), prunedKinds(r.Options, r.kind.ownedKinds()), nil, &mem.pruned, nil); err != nil {
 		return reportApplyFailure(r.Recorder, obj, st, err)
 	}
 	st.reconciled = true

@@ -106,6 +106,9 @@ func StartOperator(ctx context.Context, bin, kubeconfig, logPath string, extraAr
 		"--metrics-bind-address=0",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
 		"--reloader-image=lookout-reloader:local",
+		// The local pods discover and reload with the RBAC the operator
+		// generates.
+		"--manage-rbac",
 		// Outside a cluster the apiserver calls the webhook by URL.
 		"--webhook=true",
 		"--webhook-host=127.0.0.1",

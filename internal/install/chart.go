@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lookout-operator/lookout/internal/controller"
 )
 
 // The chart is written from the same objects as the base, rendered with
@@ -21,7 +23,9 @@ const (
 	phReplicas      = "__REPLICAS__"
 	phExtraArgs     = "__EXTRA_ARGS__"
 	phBlock         = "__BLOCK_"
-	phNSSelector    = "__NAMESPACE_SELECTOR__"
+	phEgress        = "__EGRESS__"
+	phFullname      = "__FULLNAME__"
+	phPodLabels     = "__PODLABELS__"
 )
 
 var scalarActions = strings.NewReplacer(
@@ -30,6 +34,7 @@ var scalarActions = strings.NewReplacer(
 	phReloaderImage, `{{ include "lookout.reloaderImage" $ }}`,
 	phWatchNS, "{{ . }}",
 	phReplicas, "{{ $.Values.replicas }}",
+	phFullname, `{{ include "lookout.fullname" $ }}`,
 )
 
 // escapeActions keeps text that looks like a template action (the alerts'
@@ -37,9 +42,10 @@ var scalarActions = strings.NewReplacer(
 var escapeActions = strings.NewReplacer("{{", `{{"{{"}}`, "}}", `{{"}}"}}`)
 
 var (
-	nsSelectorLine = regexp.MustCompile(`(?m)^( *)namespaceSelector: ` + phNSSelector + `$`)
-	blockLine      = regexp.MustCompile(`(?m)^( *)(- )?([A-Za-z]+): ` + phBlock + `([A-Za-z.]+)__$`)
-	listLine       = regexp.MustCompile(`(?m)^( *)- ` + phExtraArgs + `$`)
+	blockLine     = regexp.MustCompile(`(?m)^( *)(- )?([A-Za-z]+): ` + phBlock + `([A-Za-z.]+)__$`)
+	listLine      = regexp.MustCompile(`(?m)^( *)- ` + phExtraArgs + `$`)
+	egressLine    = regexp.MustCompile(`(?m)^( *)egress: ` + phEgress + `$`)
+	podLabelsLine = regexp.MustCompile(`(?m)^( *)` + phPodLabels + `: x$`)
 )
 
 // template turns objects rendered with placeholders into a template.
@@ -67,15 +73,44 @@ func template(objs []runtime.Object, edit func(map[string]any)) (string, error) 
 		return fmt.Sprintf("%[1]s{{- with $.Values.%[3]s }}\n%[1]s%[2]s:\n%[1]s  {{- toYaml . | nindent %[4]d }}\n%[1]s{{- end }}",
 			indent, key, value, len(indent)+2)
 	})
-	s = nsSelectorLine.ReplaceAllStringFunc(s, func(line string) string {
-		indent := nsSelectorLine.FindStringSubmatch(line)[1]
-		return fmt.Sprintf("%[1]snamespaceSelector:\n%[1]s{{- if $.Values.namespaces }}\n%[1]s  matchNames:\n%[1]s  {{- toYaml $.Values.namespaces | nindent %[2]d }}\n%[1]s{{- else }}\n%[1]s  any: true\n%[1]s{{- end }}",
-			indent, len(indent)+2)
+	s = egressLine.ReplaceAllStringFunc(s, func(line string) string {
+		// NetworkPolicy's egress: open, or DNS and the apiserver's ports
+		// (to its CIDRs when given), as NetworkPolicy(Options) writes it.
+		return fmt.Sprintf(`%[1]segress:
+%[1]s{{- with $.Values.networkPolicy.apiServerPorts }}
+%[1]s- ports:
+%[1]s  - port: 53
+%[1]s    protocol: UDP
+%[1]s  - port: 53
+%[1]s    protocol: TCP
+%[1]s- ports:
+%[1]s  {{- range . }}
+%[1]s  - port: {{ . }}
+%[1]s    protocol: TCP
+%[1]s  {{- end }}
+%[1]s  {{- with $.Values.networkPolicy.apiServerCIDRs }}
+%[1]s  to:
+%[1]s  {{- range . }}
+%[1]s  - ipBlock:
+%[1]s      cidr: {{ . }}
+%[1]s  {{- end }}
+%[1]s  {{- end }}
+%[1]s{{- else }}
+%[1]s- {}
+%[1]s{{- end }}`, egressLine.FindStringSubmatch(line)[1])
+	})
+	s = podLabelsLine.ReplaceAllStringFunc(s, func(line string) string {
+		indent := podLabelsLine.FindStringSubmatch(line)[1]
+		return fmt.Sprintf("%[1]s{{- with $.Values.podLabels }}\n%[1]s{{- toYaml . | nindent %[2]d }}\n%[1]s{{- end }}", indent, len(indent))
 	})
 	s = listLine.ReplaceAllStringFunc(s, func(line string) string {
 		indent := listLine.FindStringSubmatch(line)[1]
 		return fmt.Sprintf("%[1]s{{- if $.Values.namespaces }}\n%[1]s- --namespaces={{ join \",\" $.Values.namespaces }}\n%[1]s{{- end }}\n"+
 			"%[1]s{{- if not $.Values.webhook.enabled }}\n%[1]s- --webhook=false\n%[1]s{{- end }}\n"+
+			"%[1]s{{- if $.Values.generateRBAC }}\n%[1]s- "+manageRBACArg+"\n%[1]s{{- else }}\n%[1]s- "+manageRBACArg+"=false\n%[1]s{{- end }}\n"+
+			"%[1]s{{- if and $.Values.webhook.enabled $.Values.webhook.conversion }}\n%[1]s- --webhook-conversion\n%[1]s{{- end }}\n"+
+			"%[1]s{{- if $.Values.selfMonitoring.enabled }}\n%[1]s- --self-monitoring\n%[1]s{{- end }}\n"+
+			"%[1]s{{- if $.Values.crds.install }}\n%[1]s- --install-crds\n%[1]s{{- end }}\n"+
 			"%[1]s{{- with $.Values.extraArgs }}\n%[1]s{{- toYaml . | nindent %[2]d }}\n%[1]s{{- end }}", indent, len(indent))
 	})
 	if strings.Contains(s, "__") && regexp.MustCompile(`__[A-Z_]+__`).MatchString(s) {
@@ -110,7 +145,7 @@ func set(m map[string]any, path string, v any) {
 }
 
 func chart(out map[string][]byte) error {
-	o := Options{Namespace: phNamespace, Image: phImage, ReloaderImage: phReloaderImage}
+	o := Options{Namespace: phNamespace, Image: phImage, ReloaderImage: phReloaderImage, ClusterName: phFullname, InstallCRDs: true, GenerateRBAC: true}
 	o.defaults()
 	dir := ChartDir + "/"
 	// No crds/: Helm stores the whole chart in the release Secret, and the
@@ -129,41 +164,38 @@ func chart(out map[string][]byte) error {
 	}
 	// The release namespace is created by Helm (--create-namespace); its
 	// Pod Security label is in the README.
-	if err := add("serviceaccount.yaml", "", []runtime.Object{ServiceAccount(o)}, nil); err != nil {
+	if err := add("serviceaccount.yaml", "", []runtime.Object{ServiceAccount(o)}, func(m map[string]any) {
+		set(m, "metadata.annotations", phBlock+"serviceAccount.annotations__")
+	}); err != nil {
 		return err
 	}
-	rbac := RBAC(o)
-	// RBAC(o) with all namespaces: ClusterRole+Binding (cluster scope), the
-	// watched ClusterRole+Binding, the operator Role+Binding.
-	if err := add("rbac.yaml", "", append(append([]runtime.Object{}, rbac[:2]...), rbac[4:]...), nil); err != nil {
+	if err := chartRBAC(out, o); err != nil {
 		return err
 	}
-	watchedAll, err := template(rbac[2:4], nil)
-	if err != nil {
-		return err
-	}
-	watchedNS, err := template(WatchedRBAC(Options{Namespace: phNamespace, WatchNamespaces: []string{phWatchNS}}), nil)
-	if err != nil {
-		return err
-	}
-	out[dir+"templates/rbac-watched.yaml"] = []byte(generatedHeader +
-		"{{- if not .Values.namespaces }}\n" + watchedAll +
-		"{{- else }}\n{{- range .Values.namespaces }}\n---\n" + watchedNS + "{{- end }}\n{{- end }}\n")
-
-	err = add("deployment.yaml", "", []runtime.Object{Deployment(o)}, func(m map[string]any) {
+	err := add("deployment.yaml", "", []runtime.Object{Deployment(o)}, func(m map[string]any) {
 		set(m, "spec.replicas", phReplicas)
+		set(m, "spec.template.metadata.annotations", phBlock+"podAnnotations__")
+		podLabels := m["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
+		podLabels[phPodLabels] = "x"
 		pod := "spec.template.spec."
 		set(m, pod+"securityContext", phBlock+"podSecurityContext__")
 		set(m, pod+"affinity", phBlock+"affinity__")
 		set(m, pod+"nodeSelector", phBlock+"nodeSelector__")
 		set(m, pod+"tolerations", phBlock+"tolerations__")
+		set(m, pod+"imagePullSecrets", phBlock+"imagePullSecrets__")
+		set(m, pod+"priorityClassName", phBlock+"priorityClassName__")
 		c := pod + "containers.0."
+		set(m, c+"imagePullPolicy", phBlock+"image.pullPolicy__")
 		set(m, c+"resources", phBlock+"resources__")
 		set(m, c+"securityContext", phBlock+"securityContext__")
-		args := Args(o)
-		list := make([]any, 0, len(args)+1)
-		for _, a := range args {
-			list = append(list, a)
+		// The optional parts' flags are template conditions (listLine).
+		base := o
+		base.NoSelfMonitoring, base.InstallCRDs = true, false
+		var list []any
+		for _, a := range Args(base) {
+			if !strings.HasPrefix(a, manageRBACArg) {
+				list = append(list, a)
+			}
 		}
 		set(m, c+"args", append(list, phExtraArgs))
 	})
@@ -173,7 +205,9 @@ func chart(out map[string][]byte) error {
 	if err := add("pdb.yaml", "gt (int .Values.replicas) 1", []runtime.Object{PodDisruptionBudget(o)}, nil); err != nil {
 		return err
 	}
-	if err := add("networkpolicy.yaml", ".Values.networkPolicy.enabled", []runtime.Object{NetworkPolicy(o)}, nil); err != nil {
+	if err := add("networkpolicy.yaml", ".Values.networkPolicy.enabled", []runtime.Object{NetworkPolicy(o)}, func(m map[string]any) {
+		set(m, "spec.egress", phEgress)
+	}); err != nil {
 		return err
 	}
 	if err := add("metrics-service.yaml", "", []runtime.Object{MetricsService(o)}, nil); err != nil {
@@ -182,16 +216,20 @@ func chart(out map[string][]byte) error {
 	if err := add("webhook.yaml", ".Values.webhook.enabled", []runtime.Object{WebhookService(o), WebhookConfiguration(o)}, nil); err != nil {
 		return err
 	}
-	self := []runtime.Object{ServiceMonitor(o), ReloaderPodMonitor(o), PrometheusRule(o), Dashboard(o)}
-	if err := add("selfmonitoring.yaml", ".Values.selfMonitoring.enabled", self, func(m map[string]any) {
-		if m["kind"] == "PodMonitor" {
-			set(m, "spec.namespaceSelector", phNSSelector)
-		}
-	}); err != nil {
+	if err := add("dashboard.yaml", ".Values.selfMonitoring.enabled", []runtime.Object{Dashboard(o)}, nil); err != nil {
 		return err
 	}
 
 	out[dir+"templates/_helpers.tpl"] = []byte(`{{/* Generated by ` + "`go run ./hack/install`" + ` from internal/install; do not edit. */}}
+{{- define "lookout.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains .Chart.Name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
 {{- define "lookout.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
@@ -211,6 +249,12 @@ appVersion: ` + Version + `
 		return err
 	}
 	out[dir+"values.yaml"] = values
+	schema, err := valuesSchema()
+	if err != nil {
+		return err
+	}
+	out[dir+"values.schema.json"] = schema
+	out[dir+"templates/NOTES.txt"] = []byte(notes)
 	out[dir+".helmignore"] = []byte("# Generated by `go run ./hack/install`.\n.git/\n*.swp\n")
 	return nil
 }
@@ -245,28 +289,67 @@ func valuesYAML() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []byte(generatedHeader + `# Operator image; tag defaults to the chart's appVersion.
+	return []byte(generatedHeader + `# Names the cluster-scoped objects (ClusterRoles, their bindings, the ValidatingWebhookConfiguration)
+# and the Roles in watched namespaces; default: the release name, with "-lookout" unless it holds
+# "lookout". Two releases (in two namespaces) side by side need two names.
+fullnameOverride: ""
+crds:
+  # The operator applies the monitoring.coreos.com CRDs built into it when it starts, and so
+  # upgrades them with itself on every helm upgrade; helm uninstall leaves them (and every
+  # object of their kinds). Set false to manage the CRDs yourself (config/crd).
+  install: true
+# Operator image; tag defaults to the chart's appVersion.
 image:
   repository: ` + ImageRepo + `
   tag: ""
+  pullPolicy: ""
+# Secrets the operator's pod pulls its image with, e.g. [{name: regcred}].
+imagePullSecrets: []
+serviceAccount:
+  annotations: {}
+podAnnotations: {}
+# Added to the pod's labels (the Deployment's selector labels stay as they are).
+podLabels: {}
+priorityClassName: ""
 # Image of the config-reloader sidecar the operator puts next to Prometheus and Alertmanager.
 reloaderImage:
   repository: ` + ReloaderRepo + `
   tag: ""
 # Replicas elect a leader; every replica serves the webhook. A PodDisruptionBudget keeps one when there are more than one.
 replicas: 2
+# The operator gives every Prometheus the RBAC its discovery needs (a Role per namespace it scrapes,
+# a ClusterRole for all namespaces or nodes) and every reloader the right to watch its config Secret.
+# For that it holds create, update, patch and delete on ClusterRoles, Roles and their bindings, which
+# RBAC cannot limit to the ones it creates: its token could empty or delete any role in the cluster.
+# Off (the default), as with prometheus-operator: bind each Prometheus's ServiceAccount
+# (prometheus-<name>, or spec.serviceAccountName) to get/list/watch on endpoints, endpointslices,
+# pods, services (and ingresses for Probes, nodes for node discovery) yourself; the reloaders follow
+# the mounted config Secret, which the kubelet syncs within a minute or two, instead of the API.
+generateRBAC: false
 # Namespaces to watch; empty watches all of them. With a list, the namespaced objects' permissions
 # are a Role in each of these namespaces instead of a ClusterRole.
 namespaces: []
 webhook:
-  # The validating admission webhook and AlertmanagerConfig conversion (the operator manages its certificate).
+  # The validating admission webhook (the operator manages its certificate).
   enabled: true
+  # AlertmanagerConfig conversion between v1beta1 and v1alpha1 through the webhook; without it the
+  # apiserver only rewrites apiVersion and prunes what v1alpha1 spells differently. The CRD outlives
+  # the release: set this back to false (helm upgrade) before helm uninstall, or reads of v1beta1
+  # AlertmanagerConfigs and deletions of namespaces holding one fail.
+  conversion: false
 selfMonitoring:
-  # ServiceMonitor, PrometheusRule and Grafana dashboard ConfigMap for the operator itself.
+  # The Grafana dashboard ConfigMap, and --self-monitoring: the operator applies its ServiceMonitor,
+  # the reloaders' PodMonitor and its PrometheusRule in the release namespace when it starts.
   enabled: true
 networkPolicy:
-  # Only webhook and metrics in; only DNS and the apiserver out.
+  # Only webhook calls and metrics scrapes in.
   enabled: true
+  # Egress is open unless apiServerPorts is set; then only DNS and these ports go out (to
+  # apiServerCIDRs when set). They are the ports of the apiserver's endpoints, after the
+  # kubernetes Service's DNAT: 6443 on kubeadm, 8443 on minikube, 16443 on MicroK8s, 443 on
+  # several managed clusters. A wrong list locks the operator out of the apiserver.
+  apiServerPorts: []
+  apiServerCIDRs: []
 # More operator flags, e.g. [--log-level=debug, --workers=8].
 extraArgs: []
 resources:
@@ -289,3 +372,86 @@ func toMapAny(v any) (map[string]any, error) {
 	}
 	return m, nil
 }
+
+// chartFeatures are the chart values that turn each feature on.
+var chartFeatures = map[controller.Feature]string{
+	controller.FeatureSelfMonitoring: ".Values.selfMonitoring.enabled",
+	controller.FeatureInstallCRDs:    ".Values.crds.install",
+	controller.FeatureGenerateRBAC:   ".Values.generateRBAC",
+}
+
+// chartRBAC writes rbac.yaml: for the operator's own rules and for each
+// feature under its value, the cluster and operator-namespace roles, and the
+// watched namespaces' roles as a ClusterRole or, with .Values.namespaces, a
+// Role in each of them.
+func chartRBAC(out map[string][]byte, o Options) error {
+	var b strings.Builder
+	b.WriteString(generatedHeader)
+	watchedNS := o
+	watchedNS.WatchNamespaces = []string{phWatchNS}
+	for _, f := range append([]controller.Feature{""}, o.features()...) {
+		cond, ok := chartFeatures[f]
+		if f != "" && !ok {
+			return fmt.Errorf("chart: feature %s has no value", f)
+		}
+		var fixed []runtime.Object
+		if rules := clusterRules(o, f); len(rules) > 0 {
+			fixed = append(fixed, clusterRole(o, o.roleName(f), rules)...)
+		}
+		if rules := controller.PolicyRules(controller.ScopeOperator, f); len(rules) > 0 {
+			fixed = append(fixed, role(o, o.Namespace, o.roleName(f), rules)...)
+		}
+		if f != "" {
+			b.WriteString("{{- if " + cond + " }}\n")
+		}
+		if len(fixed) > 0 {
+			t, err := template(fixed, nil)
+			if err != nil {
+				return err
+			}
+			b.WriteString("---\n" + t)
+		}
+		if all := WatchedRBAC(o, f); len(all) > 0 {
+			tAll, err := template(all, nil)
+			if err != nil {
+				return err
+			}
+			tNS, err := template(WatchedRBAC(watchedNS, f), nil)
+			if err != nil {
+				return err
+			}
+			b.WriteString("{{- if not $.Values.namespaces }}\n---\n" + tAll +
+				"{{- else }}\n{{- range $.Values.namespaces }}\n---\n" + tNS + "{{- end }}\n{{- end }}\n")
+		}
+		if f != "" {
+			b.WriteString("{{- end }}\n")
+		}
+	}
+	out[ChartDir+"/templates/rbac.yaml"] = []byte(b.String())
+	return nil
+}
+
+// notes is what helm prints after an install or upgrade.
+const notes = `Lookout {{ .Chart.AppVersion }} is installed in namespace {{ .Release.Namespace }} as {{ include "lookout.fullname" . }}.
+{{- if .Values.crds.install }}
+
+The operator applies the monitoring.coreos.com CRDs of its version when it starts (and so
+upgrades them with every helm upgrade). helm uninstall leaves them and every object of
+their kinds in place; delete them yourself only if you mean to delete those objects too.
+{{- else }}
+
+crds.install is false: apply the CRDs of this version yourself before the operator starts:
+  kubectl apply --server-side -f config/crd/
+{{- end }}
+
+Label the namespace for the Pod Security profile the operator's pod passes:
+  kubectl label namespace {{ .Release.Namespace }} pod-security.kubernetes.io/enforce=restricted
+
+Check that it runs and leads:
+  kubectl -n {{ .Release.Namespace }} get deployment lookout
+  kubectl -n {{ .Release.Namespace }} get lease lookout-operator-leader
+{{- if .Values.namespaces }}
+
+It watches the namespaces {{ join ", " .Values.namespaces }}.
+{{- end }}
+`

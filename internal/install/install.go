@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/json"
 
-	"github.com/lookout-operator/lookout/internal/controller"
 	"github.com/lookout-operator/lookout/internal/render/workload"
 	"github.com/lookout-operator/lookout/internal/version"
 	"github.com/lookout-operator/lookout/internal/webhook"
@@ -36,7 +35,6 @@ import (
 const (
 	DefaultNamespace   = "lookout-system"
 	Name               = "lookout"
-	WatchedRoleName    = "lookout-watched"
 	MetricsServiceName = "lookout-metrics"
 	DashboardName      = "lookout-dashboard"
 	WebhookCertDir     = "/var/run/lookout/webhook-certs"
@@ -67,11 +65,38 @@ type Options struct {
 	// NoWebhook turns the webhook off (--webhook=false, no Service, no
 	// configuration, no webhook ingress).
 	NoWebhook bool
+	// WebhookConversion points the AlertmanagerConfig CRD's conversion at
+	// the webhook (--webhook-conversion). Off by default, as upstream: the
+	// CRD outlives the install, and a conversion left pointing at a removed
+	// Service breaks every v1beta1 read of AlertmanagerConfigs and the
+	// deletion of every namespace holding one.
+	WebhookConversion bool
 	// CertManager: cert-manager issues the webhook certificate into
 	// CertSecret and injects the CA; the operator manages neither.
 	CertManager bool
-	// NoSelfMonitoring leaves out the ServiceMonitor, PrometheusRule and dashboard.
+	// NoSelfMonitoring leaves out the dashboard and --self-monitoring (the
+	// ServiceMonitor, PodMonitor and PrometheusRule the operator applies).
 	NoSelfMonitoring bool
+	// GenerateRBAC: the operator gives the generated pods their RBAC
+	// (--manage-rbac), and holds write rights on ClusterRoles, Roles and
+	// bindings to do so (controller.FeatureGenerateRBAC says what that costs).
+	GenerateRBAC bool
+	// ClusterName names the cluster-scoped objects: ClusterRoles and their
+	// bindings (ClusterName, ClusterName-watched), the Roles in watched
+	// namespaces and the ValidatingWebhookConfiguration; default Name. Two
+	// installs in different namespaces need different ones.
+	ClusterName string
+	// InstallCRDs: the operator applies the CRDs embedded in it at start
+	// (--install-crds), instead of the install shipping them.
+	InstallCRDs bool
+	// APIServerPorts, when set, limits the NetworkPolicy's egress to DNS and
+	// these ports (the apiserver's endpoint ports, after the kubernetes
+	// Service's DNAT), to APIServerCIDRs when those are set too. Unset, egress
+	// is open: no port list fits every distribution (443, 6443, 8443 on
+	// minikube and hardened kubeadm, 16443 on MicroK8s), and a wrong one
+	// locks the operator out of the apiserver.
+	APIServerPorts []int32
+	APIServerCIDRs []string
 }
 
 func (o *Options) defaults() {
@@ -86,6 +111,9 @@ func (o *Options) defaults() {
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 2
+	}
+	if o.ClusterName == "" {
+		o.ClusterName = Name
 	}
 }
 
@@ -135,7 +163,7 @@ func Groups(o Options) []Group {
 		gs = append(gs, Group{File: "webhook.yaml", Objects: []runtime.Object{WebhookService(o), WebhookConfiguration(o)}})
 	}
 	if !o.NoSelfMonitoring {
-		gs = append(gs, Group{File: "selfmonitoring.yaml", Objects: []runtime.Object{ServiceMonitor(o), ReloaderPodMonitor(o), PrometheusRule(o), Dashboard(o)}})
+		gs = append(gs, Group{File: "dashboard.yaml", Objects: []runtime.Object{Dashboard(o)}})
 	}
 	return gs
 }
@@ -169,56 +197,7 @@ func ServiceAccount(o Options) *corev1.ServiceAccount {
 	}
 }
 
-func subjects(o Options) []rbacv1.Subject {
-	return []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: o.Namespace}}
-}
-
-var (
-	clusterRoleType        = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}
-	clusterRoleBindingType = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}
-	roleType               = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}
-	roleBindingType        = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}
-)
-
-// RBAC is the operator's RBAC: controller.Permissions, the cluster-scoped
-// rules in ClusterRole lookout, the watched namespaces' rules in ClusterRole
-// lookout-watched (all namespaces) or a Role lookout-watched in each watched
-// namespace, and the operator namespace's rules in Role lookout.
-func RBAC(o Options) []runtime.Object {
-	o.defaults()
-	out := []runtime.Object{
-		&rbacv1.ClusterRole{TypeMeta: clusterRoleType, ObjectMeta: meta(Name, "", nil), Rules: controller.PolicyRules(controller.ScopeCluster)},
-		&rbacv1.ClusterRoleBinding{TypeMeta: clusterRoleBindingType, ObjectMeta: meta(Name, "", nil),
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: Name}, Subjects: subjects(o)},
-	}
-	out = append(out, WatchedRBAC(o)...)
-	out = append(out,
-		&rbacv1.Role{TypeMeta: roleType, ObjectMeta: meta(Name, o.Namespace, nil), Rules: controller.PolicyRules(controller.ScopeOperator)},
-		&rbacv1.RoleBinding{TypeMeta: roleBindingType, ObjectMeta: meta(Name, o.Namespace, nil),
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: Name}, Subjects: subjects(o)})
-	return out
-}
-
-// WatchedRBAC is the part of RBAC that depends on the watched namespaces.
-func WatchedRBAC(o Options) []runtime.Object {
-	o.defaults()
-	rules := controller.PolicyRules(controller.ScopeWatched)
-	if len(o.WatchNamespaces) == 0 {
-		return []runtime.Object{
-			&rbacv1.ClusterRole{TypeMeta: clusterRoleType, ObjectMeta: meta(WatchedRoleName, "", nil), Rules: rules},
-			&rbacv1.ClusterRoleBinding{TypeMeta: clusterRoleBindingType, ObjectMeta: meta(WatchedRoleName, "", nil),
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: WatchedRoleName}, Subjects: subjects(o)},
-		}
-	}
-	var out []runtime.Object
-	for _, ns := range o.WatchNamespaces {
-		out = append(out,
-			&rbacv1.Role{TypeMeta: roleType, ObjectMeta: meta(WatchedRoleName, ns, nil), Rules: rules},
-			&rbacv1.RoleBinding{TypeMeta: roleBindingType, ObjectMeta: meta(WatchedRoleName, ns, nil),
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: WatchedRoleName}, Subjects: subjects(o)})
-	}
-	return out
-}
+const manageRBACArg = "--manage-rbac"
 
 // Args are the operator's command-line arguments for o.
 func Args(o Options) []string {
@@ -230,6 +209,12 @@ func Args(o Options) []string {
 		fmt.Sprintf("--health-probe-bind-address=:%d", ProbePort),
 		"--webhook-cert-dir=" + WebhookCertDir,
 	}
+	// Explicit either way: the Deployment says whether the operator writes RBAC.
+	if o.GenerateRBAC {
+		args = append(args, manageRBACArg)
+	} else {
+		args = append(args, manageRBACArg+"=false")
+	}
 	if len(o.WatchNamespaces) > 0 {
 		args = append(args, "--namespaces="+strings.Join(o.WatchNamespaces, ","))
 	}
@@ -238,6 +223,18 @@ func Args(o Options) []string {
 	}
 	if o.CertManager {
 		args = append(args, "--webhook-manage-certs=false", "--webhook-ca-inject-from="+o.Namespace+"/"+webhook.DefaultServiceName)
+	}
+	if o.ClusterName != webhook.DefaultConfigurationName && !o.NoWebhook {
+		args = append(args, "--webhook-configuration="+o.ClusterName)
+	}
+	if o.WebhookConversion && !o.NoWebhook {
+		args = append(args, "--webhook-conversion")
+	}
+	if !o.NoSelfMonitoring {
+		args = append(args, "--self-monitoring")
+	}
+	if o.InstallCRDs {
+		args = append(args, "--install-crds")
 	}
 	return args
 }
@@ -334,22 +331,25 @@ func Resources() corev1.ResourceRequirements {
 	}
 }
 
-// PodDisruptionBudget keeps one replica (the leader or its standby, and a
-// webhook server) through voluntary disruptions.
+// PodDisruptionBudget lets voluntary disruptions take one replica at a time,
+// so that with two or more the leader's standby and a webhook server stay.
+// maxUnavailable, not minAvailable: with one replica (an overlay or value
+// that scales down) a drain still goes through instead of blocking forever.
 func PodDisruptionBudget(o Options) *policyv1.PodDisruptionBudget {
 	o.defaults()
 	one := intstr.FromInt32(1)
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
 		ObjectMeta: meta(Name, o.Namespace, nil),
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: podLabels()}},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: podLabels()}},
 	}
 }
 
 // NetworkPolicy lets in only the apiserver's webhook calls and metrics
-// scrapes, and lets out only DNS and the apiserver. The apiserver is no pod,
-// so its egress is by port (443 behind the kubernetes Service, 6443 on the
-// endpoints most distributions use).
+// scrapes. Egress is open unless o.APIServerPorts is set: the apiserver is no
+// pod, so a policy can name it only by port and address, both of which vary
+// by distribution, and kube-prometheus's operator policy allows all egress
+// for the same reason.
 func NetworkPolicy(o Options) *networkingv1.NetworkPolicy {
 	o.defaults()
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
@@ -361,6 +361,20 @@ func NetworkPolicy(o Options) *networkingv1.NetworkPolicy {
 	if !o.NoWebhook {
 		ingress = append(ingress, port(tcp, webhook.DefaultPort))
 	}
+	egress := []networkingv1.NetworkPolicyEgressRule{{}}
+	if len(o.APIServerPorts) > 0 {
+		api := networkingv1.NetworkPolicyEgressRule{}
+		for _, p := range o.APIServerPorts {
+			api.Ports = append(api.Ports, port(tcp, p))
+		}
+		for _, c := range o.APIServerCIDRs {
+			api.To = append(api.To, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: c}})
+		}
+		egress = []networkingv1.NetworkPolicyEgressRule{
+			{Ports: []networkingv1.NetworkPolicyPort{port(udp, 53), port(tcp, 53)}},
+			api,
+		}
+	}
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
 		ObjectMeta: meta(Name, o.Namespace, nil),
@@ -368,10 +382,7 @@ func NetworkPolicy(o Options) *networkingv1.NetworkPolicy {
 			PodSelector: metav1.LabelSelector{MatchLabels: podLabels()},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Ingress:     []networkingv1.NetworkPolicyIngressRule{{Ports: ingress}},
-			Egress: []networkingv1.NetworkPolicyEgressRule{
-				{Ports: []networkingv1.NetworkPolicyPort{port(udp, 53), port(tcp, 53)}},
-				{Ports: []networkingv1.NetworkPolicyPort{port(tcp, 443), port(tcp, 6443)}},
-			},
+			Egress:      egress,
 		},
 	}
 }
@@ -408,9 +419,10 @@ func WebhookService(o Options) *corev1.Service {
 func WebhookConfiguration(o Options) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	o.defaults()
 	ac := webhook.Configuration(webhook.Options{
-		Namespace:    o.Namespace,
-		ManageCerts:  !o.CertManager,
-		CAInjectFrom: caInjectFrom(o),
+		Namespace:         o.Namespace,
+		ConfigurationName: o.ClusterName,
+		ManageCerts:       !o.CertManager,
+		CAInjectFrom:      caInjectFrom(o),
 	})
 	var out admissionregistrationv1.ValidatingWebhookConfiguration
 	convert(ac, &out)
@@ -453,3 +465,7 @@ func convert(from, to any) {
 }
 
 var ptr = workload.Ptr[int64]
+
+func typeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: kind}
+}

@@ -11,9 +11,13 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lookout-operator/lookout/internal/controller"
+	amrender "github.com/lookout-operator/lookout/internal/render/alertmanager"
+	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/render/rules"
+	thanosrender "github.com/lookout-operator/lookout/internal/render/thanos"
 	"github.com/lookout-operator/lookout/internal/webhook"
 )
 
@@ -31,7 +35,7 @@ func TestTheGeneratedInstallFilesAreUpToDate(t *testing.T) {
 		}
 	}
 	// Nothing generated is left over from an earlier definition.
-	for _, dir := range []string{KustomizeBase, NamespacedDir, CertManagerDir, ChartDir} {
+	for _, dir := range []string{KustomizeBase, NamespacedDir, CertManagerDir, GeneratedRBACDir, ChartDir} {
 		_ = filepath.WalkDir(filepath.Join(repoRoot, dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
@@ -69,7 +73,8 @@ func TestTheOperatorsAlertsPassTheRuleValidatorTheControllerUses(t *testing.T) {
 func TestEveryPermissionIsInTheInstallsRBAC(t *testing.T) {
 	for _, ns := range [][]string{nil, {"team-a"}} {
 		granted := 0
-		for _, obj := range RBAC(Options{WatchNamespaces: ns}) {
+		// Every feature on: each rule is granted once.
+		for _, obj := range RBAC(Options{WatchNamespaces: ns, InstallCRDs: true, GenerateRBAC: true}) {
 			granted += len(rulesOf(obj))
 		}
 		if granted != len(controller.Permissions) {
@@ -89,3 +94,75 @@ func rulesOf(obj any) []rbacRule {
 }
 
 type rbacRule = rbacv1.PolicyRule
+
+func TestTheReloaderPodMonitorSelectsThePodsOfEveryKindThatRunsAReloader(t *testing.T) {
+	sel, err := metav1.LabelSelectorAsSelector(&ReloaderPodMonitor(Options{}).Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, pod := range map[string]map[string]string{
+		"Prometheus":      promrender.Server.PodLabels("k8s"),
+		"PrometheusAgent": promrender.Agent.PodLabels("edge"),
+		"Alertmanager":    amrender.SelectorLabels("main"),
+		"ThanosRuler":     thanosrender.SelectorLabels("ruler"),
+	} {
+		if !sel.Matches(labels.Set(pod)) {
+			t.Errorf("the PodMonitor %s (%s) does not select the pods of a %s (%v)", ReloaderPodMonitorName, sel, kind, pod)
+		}
+	}
+}
+
+func TestTheNetworkPolicyLeavesEgressOpenUnlessPortsAreGiven(t *testing.T) {
+	open := NetworkPolicy(Options{}).Spec.Egress
+	if len(open) != 1 || len(open[0].Ports) != 0 || len(open[0].To) != 0 {
+		t.Fatalf("default egress is not open: %+v", open)
+	}
+	limited := NetworkPolicy(Options{APIServerPorts: []int32{16443}, APIServerCIDRs: []string{"10.0.0.1/32"}}).Spec.Egress
+	if len(limited) != 2 || limited[1].Ports[0].Port.IntVal != 16443 || limited[1].To[0].IPBlock.CIDR != "10.0.0.1/32" {
+		t.Fatalf("egress with apiserver ports: %+v", limited)
+	}
+}
+
+// The default install (the bundle and the kustomize base) leaves the CRDs
+// to config/crd: its operator may not create or change CRDs.
+func TestTheDefaultInstallGrantsNoRightOnCRDsButTheConversionCRD(t *testing.T) {
+	for _, obj := range RBAC(Options{}) {
+		for _, r := range rulesOf(obj) {
+			if slices.Contains(r.Resources, "customresourcedefinitions") &&
+				(slices.Contains(r.Verbs, "create") || !slices.Equal(r.ResourceNames, []string{"alertmanagerconfigs.monitoring.coreos.com"})) {
+				t.Errorf("the default install grants %v on %v %v", r.Verbs, r.Resources, r.ResourceNames)
+			}
+		}
+	}
+}
+
+// RBAC cannot limit a write to the roles the operator created: in the
+// default install (all namespaces or some, with or without the CRDs) no
+// role lets it create, update, patch or delete a role or a binding.
+func TestTheDefaultInstallCannotWriteRolesOrBindings(t *testing.T) {
+	write := []string{"create", "update", "patch", "delete", "deletecollection", "*", "escalate", "bind"}
+	for _, o := range []Options{{}, {WatchNamespaces: []string{"team-a"}}, {InstallCRDs: true}} {
+		for _, obj := range RBAC(o) {
+			for _, r := range rulesOf(obj) {
+				if !slices.Contains(r.APIGroups, rbacv1.GroupName) && !slices.Contains(r.APIGroups, "*") {
+					continue
+				}
+				for _, v := range r.Verbs {
+					if slices.Contains(write, v) {
+						t.Errorf("%+v: %T %s grants %s on %v", o, obj, obj.(interface{ GetName() string }).GetName(), v, r.Resources)
+					}
+				}
+			}
+		}
+	}
+	// The variant that asks for it has them, in roles named for it.
+	found := false
+	for _, obj := range FeatureRBAC(Options{GenerateRBAC: true}, controller.FeatureGenerateRBAC) {
+		for _, r := range rulesOf(obj) {
+			found = found || (slices.Contains(r.Resources, "clusterroles") && slices.Contains(r.Verbs, "create"))
+		}
+	}
+	if !found {
+		t.Error("the generated-RBAC variant cannot create ClusterRoles")
+	}
+}

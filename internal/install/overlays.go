@@ -2,12 +2,14 @@ package install
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/lookout-operator/lookout/internal/controller"
 	"github.com/lookout-operator/lookout/internal/webhook"
 )
 
@@ -22,22 +24,46 @@ func overlays(out map[string][]byte) error {
 	// Namespaced: Roles in the watched namespaces instead of the watched
 	// ClusterRole, and --namespaces.
 	ns := Options{WatchNamespaces: ExampleWatchNamespaces}
-	roles, err := marshalAll(WatchedRBAC(ns))
+	var watched []runtime.Object
+	var patches strings.Builder
+	patches.WriteString("patches:\n")
+	for _, f := range append([]controller.Feature{""}, def.features()...) {
+		objs := WatchedRBAC(ns, f)
+		if len(objs) == 0 {
+			continue
+		}
+		watched = append(watched, objs...)
+		for _, kind := range []string{"ClusterRoleBinding", "ClusterRole"} {
+			fmt.Fprintf(&patches, "- patch: |-\n    $patch: delete\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: %s\n    metadata:\n      name: %s\n", kind, def.watchedRoleName(f))
+		}
+	}
+	roles, err := marshalAll(watched)
 	if err != nil {
 		return err
 	}
 	out[NamespacedDir+"/watched-roles.yaml"] = append([]byte(generatedHeader), roles...)
-	var patches strings.Builder
-	patches.WriteString("patches:\n")
-	for _, kind := range []string{"ClusterRoleBinding", "ClusterRole"} {
-		fmt.Fprintf(&patches, "- patch: |-\n    $patch: delete\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: %s\n    metadata:\n      name: %s\n", kind, WatchedRoleName)
-	}
 	if err := argsPatch(&patches, def, ns); err != nil {
 		return err
 	}
-	fmt.Fprintf(&patches, "- target:\n    kind: PodMonitor\n    name: %s\n  patch: |-\n    - op: replace\n      path: /spec/namespaceSelector\n      value: %s\n",
-		ReloaderPodMonitorName, mustJSON(ReloaderPodMonitor(ns).Spec.NamespaceSelector))
 	out[NamespacedDir+"/kustomization.yaml"] = kustomization([]string{"../default", "watched-roles.yaml"}, patches.String())
+
+	// generated-rbac: the operator gives the generated pods their RBAC, with
+	// the rights that takes, in roles of their own.
+	gr := Options{GenerateRBAC: true}
+	granted, err := marshalAll(FeatureRBAC(gr, controller.FeatureGenerateRBAC))
+	if err != nil {
+		return err
+	}
+	out[GeneratedRBACDir+"/rbac.yaml"] = append([]byte(generatedHeader), granted...)
+	at := slices.Index(Args(def), manageRBACArg+"=false")
+	if at < 0 || !slices.Contains(Args(gr), manageRBACArg) {
+		return fmt.Errorf("the install's arguments do not say %s", manageRBACArg)
+	}
+	argPath := fmt.Sprintf("/spec/template/spec/containers/0/args/%d", at)
+	patches.Reset()
+	fmt.Fprintf(&patches, "patches:\n- target:\n    kind: Deployment\n    name: %s\n  patch: |-\n    - op: test\n      path: %s\n      value: %s\n    - op: replace\n      path: %s\n      value: %s\n",
+		Name, argPath, mustJSON(manageRBACArg+"=false"), argPath, mustJSON(manageRBACArg))
+	out[GeneratedRBACDir+"/kustomization.yaml"] = kustomization([]string{"../default", "rbac.yaml"}, patches.String())
 
 	// cert-manager: a self-signed Issuer and a Certificate for the webhook
 	// Service; the operator serves cert-manager's certificate and the

@@ -29,9 +29,10 @@ func Dashboard(o Options) *corev1.ConfigMap {
 	}
 }
 
-// ReloaderPodMonitor scrapes the config reloader next to every Prometheus and
-// Alertmanager the operator runs (its reload outcomes feed
-// LookoutConfigNotReloaded), in the namespaces the operator watches.
+// ReloaderPodMonitor scrapes the config reloader next to every server the
+// operator runs (its reload outcomes feed LookoutConfigNotReloaded): the pods
+// of Prometheus, PrometheusAgent, Alertmanager and ThanosRuler, in the
+// namespaces the operator watches.
 func ReloaderPodMonitor(o Options) *monitoringv1.PodMonitor {
 	o.defaults()
 	nsSel := monitoringv1.NamespaceSelector{Any: true}
@@ -45,12 +46,17 @@ func ReloaderPodMonitor(o Options) *monitoringv1.PodMonitor {
 		Spec: monitoringv1.PodMonitorSpec{
 			NamespaceSelector: nsSel,
 			Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: "app.kubernetes.io/name", Operator: metav1.LabelSelectorOpIn, Values: []string{"prometheus", "alertmanager"},
+				Key: "app.kubernetes.io/name", Operator: metav1.LabelSelectorOpIn, Values: ReloadedApps,
 			}}},
 			PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{{Port: &port}},
 		},
 	}
 }
+
+// ReloadedApps are the app.kubernetes.io/name labels of the pods that run
+// a reloader: Prometheus, PrometheusAgent, Alertmanager and ThanosRuler (a
+// test holds them to the labels the renderers give).
+var ReloadedApps = []string{"prometheus", "prometheus-agent", "alertmanager", "thanos-ruler"}
 
 // ReloaderPodMonitorName names ReloaderPodMonitor.
 const ReloaderPodMonitorName = "lookout-reloaders"
@@ -111,10 +117,14 @@ func PrometheusRule(o Options) *monitoringv1.PrometheusRule {
 					"The Lookout webhook of {{ $labels.pod }} has no readable certificate",
 					"The webhook's tls.crt cannot be read or parsed; the apiserver cannot call the webhook."),
 				alert("LookoutNoLeader",
-					`max by (namespace) (leader_election_master_status{name="lookout-operator-leader"}) < 1`,
+					// client-go exports the gauge only from a replica that led at
+					// some point, and a leader that loses the lease exits with
+					// its 1: when none leads the series is usually absent, not 0.
+					// The operator's own up series says that replicas run.
+					`(count by (namespace) (up{job="`+MetricsServiceName+`"} == 1) unless on (namespace) (max by (namespace) (leader_election_master_status{name="`+leaderLeaseID+`"}) == 1))`,
 					"5m", "critical",
 					"No Lookout replica holds the leader lease",
-					"Lookout replicas are running but none leads: nothing is reconciled."),
+					"Lookout replicas are running in {{ $labels.namespace }} but none leads: nothing is reconciled. Check the Lease "+leaderLeaseID+" and the replicas' logs."),
 			},
 		}}},
 	}

@@ -31,13 +31,15 @@ const (
 	LeaderLease = "lookout-operator-leader"
 )
 
-// WriteOverlay writes into dir a kustomize overlay of the repository's base
-// (root/config/default) for this node: the operator and reloader images are the ones
+// WriteOverlay writes into dir a kustomize overlay of the repository's
+// generated-RBAC variant of the base (root/config/generated-rbac) for this node: the operator and reloader images are the ones
 // imported into the node (imgs), never pulled. Everything else is the base as a user
 // applies it: two replicas with leader election, the CRDs, RBAC, the webhook Service and
 // configuration, self-monitoring.
 func WriteOverlay(dir, root string, imgs Images) error {
-	base, err := filepath.Rel(dir, filepath.Join(root, "config", "default"))
+	// The variant that generates the pods' RBAC: the node's Prometheus
+	// discovers with it.
+	base, err := filepath.Rel(dir, filepath.Join(root, install.GeneratedRBACDir))
 	if err != nil {
 		return err
 	}

@@ -63,3 +63,16 @@ func Configuration(opts Options) *admissionregistrationv1ac.ValidatingWebhookCon
 	opts.setDefaults()
 	return desiredConfiguration(opts, nil)
 }
+
+// caBundleOnly is the part of a shipped configuration the operator owns: the
+// CA bundle of each of its webhooks, by name (webhooks is a list keyed by
+// name, so the other fields stay the install's).
+func caBundleOnly(o Options, shipped *admissionregistrationv1.ValidatingWebhookConfiguration, caBundle []byte) *admissionregistrationv1ac.ValidatingWebhookConfigurationApplyConfiguration {
+	cfg := admissionregistrationv1ac.ValidatingWebhookConfiguration(o.ConfigurationName)
+	for _, w := range shipped.Webhooks {
+		cfg.WithWebhooks(admissionregistrationv1ac.ValidatingWebhook().
+			WithName(w.Name).
+			WithClientConfig(admissionregistrationv1ac.WebhookClientConfig().WithCABundle(caBundle...)))
+	}
+	return cfg
+}

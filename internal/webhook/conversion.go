@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	monitoringv1beta1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1beta1"
@@ -92,4 +95,72 @@ func (r *rotator) applyConversion(ctx context.Context, caBundle []byte) error {
 		return fmt.Errorf("point CustomResourceDefinition %s at the conversion webhook: %w", alertmanagerConfigCRD, err)
 	}
 	return nil
+}
+
+// ReleaseConversion sets the AlertmanagerConfig CRD's conversion back to None
+// when it points at the webhook of o (its Service, or its URL): run by an
+// operator whose conversion webhook is off, so that turning it off (or the
+// whole webhook) never leaves the CRD calling a server that is not there.
+// A conversion pointing elsewhere, or a missing CRD, is left alone.
+func ReleaseConversion(ctx context.Context, c client.Client, reader client.Reader, o Options) error {
+	o.setDefaults()
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	if err := reader.Get(ctx, client.ObjectKey{Name: alertmanagerConfigCRD}, crd); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !pointsAtUs(crd, o) {
+		return nil
+	}
+	none := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": alertmanagerConfigCRD},
+		"spec":       map[string]any{"conversion": map[string]any{"strategy": "None"}},
+	}}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(none), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("set the conversion of CustomResourceDefinition %s back to None: %w", alertmanagerConfigCRD, err)
+	}
+	return nil
+}
+
+// pointsAtUs reports whether crd converts through the webhook of o.
+func pointsAtUs(crd *unstructured.Unstructured, o Options) bool {
+	if s, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy"); s != "Webhook" {
+		return false
+	}
+	cc, _, _ := unstructured.NestedMap(crd.Object, "spec", "conversion", "webhook", "clientConfig")
+	if url, _, _ := unstructured.NestedString(cc, "url"); url != "" {
+		return o.URL != "" && url == strings.TrimSuffix(o.URL, "/")+ConversionPath
+	}
+	ns, _, _ := unstructured.NestedString(cc, "service", "namespace")
+	name, _, _ := unstructured.NestedString(cc, "service", "name")
+	return ns == o.Namespace && name == o.ServiceName
+}
+
+// ConversionReleaser runs ReleaseConversion once, retrying until it succeeds
+// or ctx ends: for an operator started with its webhook off, which runs no
+// rotator. A manager.Runnable, on the leader.
+type ConversionReleaser struct {
+	Client  client.Client
+	Reader  client.Reader
+	Options Options
+	Log     logr.Logger
+}
+
+// Start releases the conversion, then returns.
+func (c ConversionReleaser) Start(ctx context.Context) error {
+	for {
+		err := ReleaseConversion(ctx, c.Client, c.Reader, c.Options)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		c.Log.Error(err, "Release the AlertmanagerConfig conversion webhook")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(retryInterval):
+		}
+	}
 }

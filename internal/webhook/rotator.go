@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,12 +69,33 @@ func (r *rotator) check(ctx context.Context) error {
 	return r.applyConfiguration(ctx, caBundle)
 }
 
-// applyConfiguration sends the whole desired configuration; the apiserver
-// writes nothing when it is unchanged.
+// applyConfiguration applies the configuration; the apiserver writes nothing
+// when it is unchanged. An install ships it (so that removing the install
+// removes it): then the operator applies only the CA bundle, and the install's
+// next apply of a changed field (a timeout, a rule) meets no conflict with
+// it. Out of the cluster (URL), or when nothing shipped it, the operator
+// applies the whole configuration.
 func (r *rotator) applyConfiguration(ctx context.Context, caBundle []byte) error {
 	cfg := desiredConfiguration(r.opts, caBundle)
-	if err := r.client.Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply ValidatingWebhookConfiguration %s: %w", r.opts.ConfigurationName, err)
+	if r.opts.URL == "" {
+		var shipped admissionregistrationv1.ValidatingWebhookConfiguration
+		err := r.reader.Get(ctx, client.ObjectKey{Name: r.opts.ConfigurationName}, &shipped)
+		switch {
+		case err == nil && caBundle == nil:
+			cfg = nil // cert-manager's cainjector fills the bundle
+		case err == nil:
+			cfg = caBundleOnly(r.opts, &shipped, caBundle)
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("read ValidatingWebhookConfiguration %s: %w", r.opts.ConfigurationName, err)
+		}
+	}
+	if cfg != nil {
+		if err := r.client.Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply ValidatingWebhookConfiguration %s: %w", r.opts.ConfigurationName, err)
+		}
+	}
+	if !r.opts.Conversion {
+		return ReleaseConversion(ctx, r.client, r.reader, r.opts)
 	}
 	return r.applyConversion(ctx, caBundle)
 }

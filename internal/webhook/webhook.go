@@ -90,6 +90,12 @@ type Options struct {
 	FailurePolicy admissionregistrationv1.FailurePolicyType
 	// TimeoutSeconds the apiserver waits for an answer (default 5).
 	TimeoutSeconds int32
+	// Conversion points the AlertmanagerConfig CRD's spec.conversion at
+	// this webhook. Off, a conversion that points at it (left by an earlier
+	// run) is set back to None: a CRD whose conversion webhook is gone fails
+	// every read of its objects in another version, and every deletion of a
+	// namespace holding one.
+	Conversion bool
 	// CAInjectFrom, when set without ManageCerts, annotates the
 	// configuration for cert-manager's cainjector ("<namespace>/<certificate>").
 	CAInjectFrom string

@@ -8,17 +8,20 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/install"
@@ -45,8 +48,8 @@ func expectApplied(t *testing.T, manifests []byte, out string) {
 }
 
 func TestTheKustomizeBaseAndOverlaysApplyWithAServerSideDryRun(t *testing.T) {
-	installCertManagerStandIns(t)
-	for _, dir := range []string{install.KustomizeBase, install.NamespacedDir, install.CertManagerDir} {
+	installCertManagerStandIns(t, cp.RESTConfig)
+	for _, dir := range []string{install.KustomizeBase, install.NamespacedDir, install.CertManagerDir, install.GeneratedRBACDir} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			manifests := runTool(t, nil, kubectl, "kustomize", dir)
 			expectApplied(t, manifests, dryRun(t, manifests))
@@ -71,6 +74,9 @@ func TestTheHelmChartLintsAndItsTemplatesApplyWithAServerSideDryRun(t *testing.T
 		{"defaults", nil},
 		{"watching two namespaces, with extra flags", []string{"--set", "namespaces={team-a,team-b}", "--set", "extraArgs={--log-level=debug}"}},
 		{"webhook, self-monitoring and network policy off, one replica", []string{"--set", "webhook.enabled=false", "--set", "selfMonitoring.enabled=false", "--set", "networkPolicy.enabled=false", "--set", "replicas=1"}},
+		{"CRDs left to the user, conversion on, egress limited to the apiserver", []string{"--set", "crds.install=false", "--set", "webhook.conversion=true", "--set", "networkPolicy.apiServerPorts={6443,16443}", "--set", "networkPolicy.apiServerCIDRs={10.0.0.1/32}"}},
+		{"a second release with its own name, pull secrets, pod labels and a priority class", []string{"--set", "fullnameOverride=lookout-b", "--set", "imagePullSecrets[0].name=regcred", "--set", "image.pullPolicy=IfNotPresent",
+			"--set", "podLabels.team=platform", "--set", "podAnnotations.owner=platform", "--set", "priorityClassName=system-cluster-critical", "--set", "serviceAccount.annotations.iam=role"}},
 		{"scheduled on chosen nodes", []string{"--set", "nodeSelector.disk=ssd", "--set", "tolerations[0].key=dedicated", "--set", "tolerations[0].operator=Exists"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,9 +94,9 @@ func TestTheHelmChartLintsAndItsTemplatesApplyWithAServerSideDryRun(t *testing.T
 // Certificate so that the cert-manager overlay can be dry-run here. They
 // accept any spec: this checks the overlay's kinds, names and namespaces,
 // not cert-manager's validation of its spec.
-func installCertManagerStandIns(t *testing.T) {
+func installCertManagerStandIns(t *testing.T, cfg *rest.Config) {
 	t.Helper()
-	c, err := client.New(cp.RESTConfig, client.Options{})
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +153,7 @@ func TestEachKustomizeOverlayRendersTheObjectsOfItsVariant(t *testing.T) {
 		{install.KustomizeBase, install.Options{}, nil},
 		{install.NamespacedDir, install.Options{WatchNamespaces: install.ExampleWatchNamespaces}, nil},
 		{install.CertManagerDir, install.Options{CertManager: true}, install.CertManagerObjects(install.Options{CertManager: true})},
+		{install.GeneratedRBACDir, install.Options{GenerateRBAC: true}, nil},
 	} {
 		t.Run(filepath.Base(c.dir), func(t *testing.T) {
 			got := objectsOf(t, runTool(t, nil, kubectl, "kustomize", c.dir))
@@ -203,4 +210,36 @@ func objectsOf(t *testing.T, stream []byte) map[string]any {
 		out[key] = m
 	}
 	return out
+}
+
+// values.schema.json refuses what the chart does not know, so a misspelt
+// value fails the install instead of being ignored.
+func TestTheHelmChartRefusesAValueItDoesNotKnow(t *testing.T) {
+	for _, set := range []string{"replica=1", "networkpolicy.enabled=false", "webhook.enable=false", "replicas=0"} {
+		cmd := exec.CommandContext(testCtx, helm, "template", "lookout", install.ChartDir, "--set", set)
+		cmd.Dir = repoRoot
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("helm template --set %s succeeded; want the values schema to refuse it", set)
+		} else if !strings.Contains(string(out), "schema") {
+			t.Errorf("helm template --set %s failed, but not on the schema: %s", set, out)
+		}
+	}
+}
+
+// Two releases, in two namespaces, install side by side: their
+// cluster-scoped objects are named by the release.
+func TestTwoHelmReleasesInstallSideBySide(t *testing.T) {
+	for _, r := range []string{"lookout-one", "lookout-two"} {
+		runTool(t, nil, helm, "--kubeconfig", cp.KubeconfigPath, "install", r, install.ChartDir, "--namespace", r, "--create-namespace")
+		t.Cleanup(func() {
+			runTool(t, nil, helm, "--kubeconfig", cp.KubeconfigPath, "uninstall", r, "--namespace", r)
+		})
+	}
+	for _, r := range []string{"lookout-one", "lookout-two"} {
+		var cr rbacv1.ClusterRole
+		if err := k8s.Get(testCtx, client.ObjectKey{Name: r}, &cr); err != nil {
+			t.Errorf("release %s: ClusterRole %s: %v", r, r, err)
+		}
+	}
 }

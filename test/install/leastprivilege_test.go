@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -30,7 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,29 +72,21 @@ func installWithHelm(t *testing.T) {
 	})
 }
 
-// installWithKustomize applies the namespaced overlay for real.
-func installWithKustomize(t *testing.T) {
-	t.Helper()
-	runTool(t, nil, kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "--server-side", "-k", install.NamespacedDir)
+// installWithKustomize applies a kustomize directory for real.
+func installWithKustomize(dir string) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Helper()
+		runTool(t, nil, kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "--server-side", "-k", dir)
+	}
 }
 
 // operatorConfig is a client configuration with a token of the operator's
 // ServiceAccount, counting 403s.
 func operatorConfig(t *testing.T, mu *sync.Mutex, forbidden *[]string) *rest.Config {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expiry := int64(3600)
-	tr, err := cs.CoreV1().ServiceAccounts(install.DefaultNamespace).CreateToken(testCtx, install.Name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("request a token for ServiceAccount %s/%s: %v", install.DefaultNamespace, install.Name, err)
-	}
 	return &rest.Config{
 		Host:            cp.Host,
-		BearerToken:     tr.Status.Token,
+		BearerToken:     serviceAccountToken(t, cp),
 		TLSClientConfig: rest.TLSClientConfig{CAData: cp.CACert},
 		QPS:             500, Burst: 1000,
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
@@ -109,7 +99,7 @@ func operatorConfig(t *testing.T, mu *sync.Mutex, forbidden *[]string) *rest.Con
 // wires it from the Deployment's flags: leader election in the operator
 // namespace, the webhook with managed certificates behind the lookout-webhook
 // Service, the controllers.
-func startOperator(t *testing.T, cfg *rest.Config, namespaces []string) {
+func startOperator(t *testing.T, cfg *rest.Config, namespaces []string, generateRBAC bool) {
 	t.Helper()
 	ports, err := controlplane.FreePorts(1)
 	if err != nil {
@@ -151,7 +141,7 @@ func startOperator(t *testing.T, cfg *rest.Config, namespaces []string) {
 	if err := webhook.Setup(mgr, wh); err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(mgr, controller.Options{Workers: 2, ReloaderImage: "lookout-reloader:test"}); err != nil {
+	if err := controller.Setup(mgr, controller.Options{Workers: 2, ReloaderImage: "lookout-reloader:test", NoRBAC: !generateRBAC}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -196,14 +186,22 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 		// watch is --namespaces; ns is where the objects are.
 		watch []string
 		ns    string
+		// generateRBAC is --manage-rbac, as the install variant passes it.
+		generateRBAC bool
+		// reapply, once the operator has injected its CA bundle, applies
+		// the install again with a change.
+		reapply func(*testing.T)
 	}{
 		{name: "installed by the Helm chart, watching all namespaces", install: installWithHelm, ns: "app"},
-		{name: "installed by the namespaced kustomize overlay, watching team-a and team-b", install: installWithKustomize,
-			watch: install.ExampleWatchNamespaces, ns: "team-a"},
+		{name: "installed by the namespaced kustomize overlay, watching its example namespace", install: installWithKustomize(install.NamespacedDir),
+			watch: install.ExampleWatchNamespaces, ns: install.ExampleWatchNamespaces[0], reapply: reapplyWithAnotherTimeout(install.NamespacedDir)},
+		// Last: the RBAC it generates stays behind.
+		{name: "installed by the generated-RBAC kustomize overlay, watching all namespaces", install: installWithKustomize(install.GeneratedRBACDir),
+			ns: "app-rbac", generateRBAC: true},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			m.install(t)
-			leastPrivilegeFlow(t, m.watch, m.ns)
+			leastPrivilegeFlow(t, m.watch, m.ns, m.generateRBAC, m.reapply)
 		})
 	}
 	t.Run("the dashboard and the alerts query only metrics the operator and the reloader export", checkQueries)
@@ -212,10 +210,10 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 // leastPrivilegeFlow runs the operator with the RBAC just installed, as its
 // ServiceAccount, watching watch, and goes through every kind in ns; it fails
 // on any 403.
-func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
+func leastPrivilegeFlow(t *testing.T, watch []string, ns string, generateRBAC bool, reapply func(*testing.T)) {
 	var mu sync.Mutex
 	var forbidden []string
-	startOperator(t, operatorConfig(t, &mu, &forbidden), watch)
+	startOperator(t, operatorConfig(t, &mu, &forbidden), watch, generateRBAC)
 	forbiddenSoFar = func() string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -307,6 +305,9 @@ func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
 		}
 		return len(vwc.Webhooks) > 0 && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0, "no CA bundle yet"
 	})
+	if reapply != nil {
+		reapply(t)
+	}
 	eventually(t, "the Prometheus is reconciled with its StatefulSet, config and discovery RBAC", func() (bool, string) {
 		var p monitoringv1.Prometheus
 		if err := k8s.Get(testCtx, client.ObjectKeyFromObject(prom), &p); err != nil {
@@ -319,14 +320,28 @@ func leastPrivilegeFlow(t *testing.T, watch []string, ns string) {
 		if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-platform"}, &sts); err != nil {
 			return false, err.Error()
 		}
+		var roles rbacv1.RoleList
+		var crs rbacv1.ClusterRoleList
+		if err := k8s.List(testCtx, &roles, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "lookout"}); err != nil {
+			return false, err.Error()
+		}
+		if err := k8s.List(testCtx, &crs, client.MatchingLabels{"app.kubernetes.io/managed-by": "lookout"}); err != nil {
+			return false, err.Error()
+		}
+		if !generateRBAC {
+			// As prometheus-operator: the user provides the Prometheus's RBAC.
+			if len(roles.Items)+len(crs.Items) > 0 {
+				t.Fatalf("the operator without --manage-rbac generated %d Roles and %d ClusterRoles", len(roles.Items), len(crs.Items))
+			}
+			return true, ""
+		}
 		if len(watch) > 0 {
 			var r rbacv1.Role
 			err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: promrender.RBACName(prom)}, &r)
 			return err == nil, fmt.Sprintf("discovery Role: %v", err)
 		}
-		var crs rbacv1.ClusterRoleList
-		if err := k8s.List(testCtx, &crs, client.MatchingLabels{"app.kubernetes.io/managed-by": "lookout"}); err != nil || len(crs.Items) == 0 {
-			return false, fmt.Sprintf("no generated ClusterRole (%v)", err)
+		if len(crs.Items) == 0 {
+			return false, "no generated ClusterRole"
 		}
 		return true, ""
 	})
@@ -525,6 +540,9 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	for _, m := range regexp.MustCompile(`Name: "(lookout_reloader_[a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
 		out[m[1]] = true
 	}
+	// Prometheus writes up for every target it scrapes (LookoutNoLeader
+	// counts the operator's replicas with it).
+	out["up"] = true
 	if !out[webhook.CertificateExpiryMetric] || !out["lookout_reconcile_errors_total"] {
 		t.Fatalf("the operator's own metrics are missing from the registry: %v", slices.Sorted(maps.Keys(out)))
 	}
@@ -550,4 +568,31 @@ func accepted(bs []monitoringv1.WorkloadBinding) string {
 		}
 	}
 	return ""
+}
+
+// reapplyWithAnotherTimeout applies the kustomize directory again, as its
+// user upgrading it would, with a changed webhook timeout: the operator owns
+// only the CA bundle of the configuration the install ships, so the apply
+// meets no field conflict, the timeout changes and the bundle stays.
+func reapplyWithAnotherTimeout(dir string) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Helper()
+		rendered := runTool(t, nil, kubectl, "kustomize", dir)
+		changed := strings.ReplaceAll(string(rendered), "timeoutSeconds: 5", "timeoutSeconds: 7")
+		if changed == string(rendered) {
+			t.Fatal("the install has no timeoutSeconds: 5 to change")
+		}
+		runTool(t, []byte(changed), kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "--server-side", "-f", "-")
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := k8s.Get(testCtx, client.ObjectKey{Name: webhook.DefaultConfigurationName}, &vwc); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range vwc.Webhooks {
+			if w.TimeoutSeconds == nil || *w.TimeoutSeconds != 7 || len(w.ClientConfig.CABundle) == 0 {
+				t.Fatalf("after the install's apply, webhook %s has timeout %v and a CA bundle of %d bytes; want 7 and the operator's bundle", w.Name, w.TimeoutSeconds, len(w.ClientConfig.CABundle))
+			}
+		}
+		// Back to the install as it ships, for what follows.
+		runTool(t, rendered, kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "--server-side", "-f", "-")
+	}
 }

@@ -97,6 +97,8 @@ func run(m *testing.M) int {
 		ManageCerts: true,
 		Namespace:   operatorNamespace,
 		URL:         "https://127.0.0.1:" + strconv.Itoa(port),
+		// The conversion tests need the CRD pointed at the webhook.
+		Conversion: true,
 	}
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	stopWebhook, err = startWebhook(webhookOpts)
