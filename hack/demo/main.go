@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -96,6 +97,19 @@ func run(exitAfter bool, ldflags string) error {
 	if err != nil {
 		return err
 	}
+	// The pods the demo runs in network namespaces share this bridge; the host's address
+	// on it is the node's.
+	network, err := testhost.NewNetwork()
+	if err != nil {
+		return err
+	}
+	defer network.Close()
+	node, err := devenv.RegisterNode(ctx, cp, network.HostIP)
+	if err != nil {
+		return err
+	}
+	defer node.Stop()
+	fmt.Printf("    Node %s (%s): the pods the demo runs as local processes are bound to it and reported as a kubelet would\n", node.Name, node.IP)
 
 	step("Starting the operator: lookout operator --kubeconfig %s (log: %s)", kubeconfig, filepath.Join(out, "operator.log"))
 	op, err := devenv.StartOperator(ctx, bins.Lookout, kubeconfig, filepath.Join(out, "operator.log"))
@@ -112,8 +126,8 @@ func run(exitAfter bool, ldflags string) error {
 	defer host.Close()
 	fmt.Printf("    target %s (network namespace %s)\n", addr, host.Namespace)
 
-	step("Applying examples/ (one object of each of the ten kinds)")
-	if err := applyExamples(ctx, c, filepath.Join(root, "examples")); err != nil {
+	step("Applying examples/ (one object of each kind; not the ThanosRuler: the demo does not build Thanos, test/e2e runs it)")
+	if err := applyExamples(ctx, c, filepath.Join(root, "examples"), "thanosruler.yaml"); err != nil {
 		return err
 	}
 	kc := func(args ...string) {
@@ -122,7 +136,7 @@ func run(exitAfter bool, ldflags string) error {
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		_ = cmd.Run()
 	}
-	kc("get", "prometheuses,servicemonitors,podmonitors,probes,scrapeconfigs,prometheusrules,alertmanagers,alertmanagerconfigs,thanosrulers,prometheusagents", "-n", "default")
+	kc("get", "prometheuses,servicemonitors,podmonitors,probes,scrapeconfigs,prometheusrules,alertmanagers,alertmanagerconfigs,prometheusagents", "-n", "default")
 
 	step("Running the Prometheus pod the operator generated (StatefulSet default/prometheus-platform) as local processes")
 	pod, err := devenv.RunPrometheusPod(ctx, c, cp, bins, "default", "platform", filepath.Join(out, "pod"))
@@ -152,11 +166,6 @@ func run(exitAfter bool, ldflags string) error {
 	}
 
 	step("Running the Alertmanager pods the operator generated (StatefulSet default/alertmanager-main, 2 replicas peered as one cluster), each in its own network namespace")
-	network, err := testhost.NewNetwork()
-	if err != nil {
-		return err
-	}
-	defer network.Close()
 	// The example AlertmanagerConfig sends to http://alert-sink.default.svc:8099/alerts:
 	// the demo's alert sink listens on the network's host address, and the pods resolve
 	// that name to it.
@@ -199,6 +208,14 @@ func run(exitAfter bool, ldflags string) error {
 	fmt.Printf("    POST %s from Alertmanager (webhook receiver default/example-routing/webhook):\n", note.Path)
 	fmt.Println(indentJSON(note.Body))
 
+	step("The pods the demo runs, as the API reports them, and every workload Available")
+	if err := waitAvailable(ctx, c, "v1/Prometheus", "v1/Alertmanager", "v1alpha1/PrometheusAgent"); err != nil {
+		return err
+	}
+	kc("get", "nodes", "-o", "wide")
+	kc("get", "pods,statefulsets", "-n", "default", "-o", "wide")
+	kc("get", "prometheuses,alertmanagers,prometheusagents", "-n", "default")
+
 	step("lookout explain alertmanagerconfig default/example-routing")
 	ex = exec.CommandContext(ctx, bins.Lookout, "explain", "alertmanagerconfig", "default/example-routing", "--kubeconfig", kubeconfig)
 	ex.Stdout, ex.Stderr = os.Stdout, os.Stderr
@@ -211,6 +228,7 @@ func run(exitAfter bool, ldflags string) error {
 
 	step("Explore")
 	fmt.Printf(`    export KUBECONFIG=%s
+    %s get pods -o wide                                 # the pods the demo runs, on Node lookout-local
     %s get prometheus platform -n default -o yaml       # status: Reconciled, replicas
     %s get servicemonitor example-app -o yaml  # status.bindings: Accepted per Prometheus
     %s explain servicemonitor default/example-app --kubeconfig $KUBECONFIG
@@ -222,7 +240,7 @@ func run(exitAfter bool, ldflags string) error {
     %s --alertmanager.url=http://%s:9093 alert query           # the same with amtool
     %s get alertmanagerconfig example-routing -o yaml       # status.bindings: Accepted per Alertmanager
     %s explain alertmanagerconfig default/example-routing --kubeconfig $KUBECONFIG
-`, kubeconfig, kubectl, kubectl, bins.Lookout, filepath.Join(out, "pod", "config-reloader.log"),
+`, kubeconfig, kubectl, kubectl, kubectl, bins.Lookout, filepath.Join(out, "pod", "config-reloader.log"),
 		alertsLog, ams.IPs()[0], bins.Amtool, ams.IPs()[0], kubectl, bins.Lookout)
 	if exitAfter {
 		return nil
@@ -232,12 +250,16 @@ func run(exitAfter bool, ldflags string) error {
 	return nil
 }
 
-func applyExamples(ctx context.Context, c client.Client, dir string) error {
+// applyExamples creates the objects of every YAML file in dir but those named in skip.
+func applyExamples(ctx context.Context, c client.Client, dir string, skip ...string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return err
 	}
 	for _, f := range files {
+		if slices.Contains(skip, filepath.Base(f)) {
+			continue
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return err
@@ -437,6 +459,48 @@ func runAgent(ctx context.Context, c client.Client, cp *controlplane.ControlPlan
 		select {
 		case <-ctx.Done():
 			return stop, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// waitAvailable waits until every object of the given kinds ("<version>/<Kind>" of
+// monitoring.coreos.com) in namespace default has the condition Available=True: the
+// operator counts its pods from its StatefulSet, which counts the pods the node reports
+// Ready.
+func waitAvailable(ctx context.Context, c client.Client, kinds ...string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var waiting []string
+		for _, vk := range kinds {
+			version, kind, _ := strings.Cut(vk, "/")
+			list := &unstructured.UnstructuredList{}
+			list.SetAPIVersion("monitoring.coreos.com/" + version)
+			list.SetKind(kind + "List")
+			if err := c.List(ctx, list, client.InNamespace("default")); err != nil {
+				return err
+			}
+			for _, obj := range list.Items {
+				conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+				available := false
+				for _, cond := range conditions {
+					m, _ := cond.(map[string]any)
+					available = available || (m["type"] == "Available" && m["status"] == "True")
+				}
+				if !available {
+					waiting = append(waiting, kind+" "+obj.GetName())
+				}
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not Available within 2 minutes: %s", strings.Join(waiting, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}

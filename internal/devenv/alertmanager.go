@@ -58,8 +58,9 @@ type AlertmanagerPods struct {
 // under the governing Service (alertmanager-<name>-<i>.<service> and
 // .<service>.<ns>.svc), and a real token of the pods' ServiceAccount. It
 // publishes the replicas in an EndpointSlice of the governing Service (ports
-// web, tcp-mesh, udp-mesh), so that Prometheus discovers them, and waits
-// until each answers /-/ready.
+// web, tcp-mesh, udp-mesh), so that Prometheus discovers them, unless a Node
+// reports the pods (RegisterNode): then kube-controller-manager publishes them
+// from the pods' own addresses. It waits until each answers /-/ready.
 // extraHosts are further /etc/hosts entries (name → IP) of the pods, e.g. the name
 // of a receiver the config sends to.
 func RunAlertmanagerPods(ctx context.Context, c client.Client, cp *controlplane.ControlPlane, bins Binaries, network *testhost.Network, ns, name string, dir string, extraHosts ...map[string]string) (*AlertmanagerPods, error) {
@@ -106,11 +107,15 @@ func RunAlertmanagerPods(ctx context.Context, c client.Client, cp *controlplane.
 			hosts[name] = h.IP
 		}
 	}
-	// Published before the pods start, as a kubelet would once they run:
-	// the replicas come up one by one and find each other by name anyway.
-	if err := am.publish(ctx, service); err != nil {
-		am.Stop()
-		return nil, err
+	// Without a Node reporting the pods, published before they start, as the
+	// EndpointSlice controller would once they run (the governing Service publishes
+	// addresses not ready yet): the replicas come up one by one and find each other by
+	// name anyway.
+	if nodeOf(cp) == nil {
+		if err := am.publish(ctx, service); err != nil {
+			am.Stop()
+			return nil, err
+		}
 	}
 	for i, h := range am.Hosts {
 		podName := stsName + "-" + strconv.Itoa(i)

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -368,5 +369,43 @@ func podOptions(c client.Reader, cp *controlplane.ControlPlane, spec corev1.PodS
 	if h != nil {
 		o.NetNS, o.PodIP = h.Namespace, h.IP
 	}
+	o.Node = nodeOf(cp)
 	return o
+}
+
+// nodes are the Nodes registered with RegisterNode, by control plane.
+var (
+	nodesMu sync.Mutex
+	nodes   = map[*controlplane.ControlPlane]*localpod.Node{}
+)
+
+// NodeName is the Node RegisterNode registers.
+const NodeName = "lookout-local"
+
+// RegisterNode registers this host as Node lookout-local of cp at ip (the host's address
+// on the pods' network), so that every pod devenv runs afterwards for a StatefulSet of cp
+// is reported to the API as a kubelet would: its Pod, which kube-controller-manager's
+// StatefulSet controller makes, is bound to the node, Running and Ready with the pod's
+// address, and the Endpoints controllers publish it; the StatefulSet counts it ready.
+// Without a Node, pods run unseen by the API (the end-to-end tests publish their own
+// EndpointSlices). Stop the Node after the pods.
+func RegisterNode(ctx context.Context, cp *controlplane.ControlPlane, ip string) (*localpod.Node, error) {
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	n, err := localpod.RegisterNode(ctx, cs, NodeName, ip)
+	if err != nil {
+		return nil, err
+	}
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	nodes[cp] = n
+	return n, nil
+}
+
+func nodeOf(cp *controlplane.ControlPlane) *localpod.Node {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	return nodes[cp]
 }

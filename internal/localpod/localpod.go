@@ -30,6 +30,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/testhost"
@@ -129,6 +130,10 @@ type Options struct {
 	Dir string
 	// Self is the executable that calls MaybeMountExec (default: this one).
 	Self string
+	// Node, when set, reports the pod to the API as a kubelet does (see report.go): the
+	// Pod PodNamespace/PodName, made by its controller, is bound to the node before the
+	// pod starts, its status follows what runs, and Stop deletes it.
+	Node *Node
 }
 
 // Pod is a running local pod.
@@ -147,6 +152,8 @@ type Pod struct {
 	// path is pidNS.
 	infra *exec.Cmd
 	pidNS string
+	// reporter writes the Pod's status, with Options.Node.
+	reporter *reporter
 }
 
 // Container is one running container process.
@@ -156,6 +163,8 @@ type Container struct {
 	LogPath string
 	exited  chan struct{}
 	err     error
+	// started and finished are when the process started and ended (once exited is closed).
+	started, finished time.Time
 }
 
 // Exited is closed when the process ends.
@@ -182,6 +191,13 @@ func Start(ctx context.Context, o Options) (*Pod, error) {
 	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = time.Second
+	}
+	var uid types.UID
+	if o.Node != nil {
+		var err error
+		if uid, err = o.Node.bind(ctx, o.PodNamespace, o.PodName); err != nil {
+			return nil, err
+		}
 	}
 	p := &Pod{Dir: o.Dir, Containers: map[string]*Container{}}
 	if o.NetNS != "" && o.APIServerPort != 0 {
@@ -253,6 +269,9 @@ func Start(ctx context.Context, o Options) (*Pod, error) {
 			return nil, err
 		}
 		p.Containers[c.Name] = ctr
+	}
+	if o.Node != nil {
+		p.report(o, uid)
 	}
 	return p, nil
 }
@@ -361,9 +380,10 @@ func (p *Pod) run(o Options, c corev1.Container, volumes map[string]string) (*Co
 		f.Close()
 		return nil, fmt.Errorf("start container %s: %w", c.Name, err)
 	}
-	ctr := &Container{Name: c.Name, Cmd: cmd, LogPath: logPath, exited: make(chan struct{})}
+	ctr := &Container{Name: c.Name, Cmd: cmd, LogPath: logPath, exited: make(chan struct{}), started: time.Now()}
 	go func() {
 		ctr.err = cmd.Wait()
+		ctr.finished = time.Now()
 		f.Close()
 		close(ctr.exited)
 	}()
@@ -495,13 +515,39 @@ func expandVars(s string, vars map[string]string) string {
 	return b.String()
 }
 
-// Stop kills the containers and removes the mount points it created.
+// Stop kills the containers and removes the mount points it created. With
+// Options.Node, the Pod is then deleted from the API.
 func (p *Pod) Stop() {
+	if r := p.reporter; r != nil {
+		r.stop()
+		<-r.done
+	}
 	if p.stopSync != nil {
 		p.stopSync()
 		<-p.syncDone
 		p.stopSync = nil
 	}
+	p.kill()
+	if p.reporter != nil {
+		p.reporter.confirmDeletion()
+		p.reporter = nil
+	}
+	if p.infra != nil {
+		// Ends whatever is left in the namespace, as the end of a pod's pause
+		// container does.
+		_ = p.infra.Process.Kill()
+		_ = p.infra.Wait()
+		p.infra = nil
+	}
+	if p.proxy != nil {
+		p.proxy.close()
+		p.proxy = nil
+	}
+	p.releaseMountPoints()
+}
+
+// kill ends the containers' processes: SIGTERM, then SIGKILL after 10s.
+func (p *Pod) kill() {
 	for _, c := range p.Containers {
 		select {
 		case <-c.exited:
@@ -516,18 +562,6 @@ func (p *Pod) Stop() {
 			<-c.exited
 		}
 	}
-	if p.infra != nil {
-		// Ends whatever is left in the namespace, as the end of a pod's pause
-		// container does.
-		_ = p.infra.Process.Kill()
-		_ = p.infra.Wait()
-		p.infra = nil
-	}
-	if p.proxy != nil {
-		p.proxy.close()
-		p.proxy = nil
-	}
-	p.releaseMountPoints()
 }
 
 // WaitHTTP polls url until it answers 200 or the timeout passes.

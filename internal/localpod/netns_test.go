@@ -198,14 +198,22 @@ func getInfo(t *testing.T, ip string) helperInfo {
 	return info
 }
 
-func TestPodRunsInANetworkNamespaceWithItsIPHostsAndAnAPIServerProxy(t *testing.T) {
+// selfAsRoot is the test binary, which doubles as the containers' program; it fails the
+// test unless it runs as root, which what it tests needs.
+func selfAsRoot(t *testing.T, what string) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: mounts and network namespaces")
+		t.Fatal("needs root: " + what)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return self
+}
+
+func TestPodRunsInANetworkNamespaceWithItsIPHostsAndAnAPIServerProxy(t *testing.T) {
+	self := selfAsRoot(t, "mounts and network namespaces")
 	network, err := testhost.NewNetwork()
 	if err != nil {
 		t.Fatal(err)

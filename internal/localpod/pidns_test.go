@@ -82,13 +82,7 @@ func pidHelperMain() {
 }
 
 func TestContainersOfAPodThatSharesItsProcessNamespaceSeeAndSignalOnlyEachOther(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root: mounts and PID namespaces")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := selfAsRoot(t, "mounts and PID namespaces")
 	base := t.TempDir()
 	dataDir := filepath.Join(base, "volumes", "data")
 	container := func(role string) corev1.Container {
