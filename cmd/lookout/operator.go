@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -25,6 +29,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
 	"github.com/lookout-operator/lookout/internal/controller"
 	"github.com/lookout-operator/lookout/internal/gather"
 	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
@@ -206,6 +211,10 @@ func runOperator(o operatorOptions) error {
 	}
 	if o.webhook {
 		// Every replica serves the webhook; only the leader reconciles.
+		if o.postgres.Installation, err = postgresInstallation(mgr, o); err != nil {
+			return err
+		}
+		o.wh.Postgres = o.postgres.Installation
 		if err := lookoutwebhook.Setup(mgr, o.wh); err != nil {
 			return fmt.Errorf("set up the admission webhook: %w", err)
 		}
@@ -296,4 +305,24 @@ func controllerNames() string {
 		names[i] = c.Name
 	}
 	return strings.Join(names, ", ")
+}
+
+// postgresInstallation reads the PostgreSQL the operator can run (nil when it
+// runs no postgrescluster controller): the webhook and the controller check
+// PostgresClusters against the same one.
+func postgresInstallation(mgr ctrl.Manager, o operatorOptions) (*pgrender.Installation, error) {
+	if len(o.controllers) > 0 && !slices.Contains(o.controllers, "postgrescluster") {
+		return nil, nil
+	}
+	gk := schema.GroupKind{Group: postgresv1beta1.GroupVersion.Group, Kind: postgresv1beta1.Kind}
+	if _, err := mgr.GetRESTMapper().RESTMapping(gk); meta.IsNoMatchError(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	inst, err := gather.PostgresInstallation(context.Background(), o.postgres.BinDirs...)
+	if err != nil {
+		return nil, err
+	}
+	return &inst, nil
 }
