@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/cli"
+	"github.com/lookout-operator/lookout/internal/gather"
 	"github.com/lookout-operator/lookout/internal/scheme"
 	"github.com/lookout-operator/lookout/internal/version"
 )
@@ -28,7 +29,8 @@ on stderr.`,
 		Example: `  lookout render -f examples/ -o config
   lookout render -f manifests/ --prometheus monitoring/k8s -o rules
   lookout render -f examples/ -o alertmanager
-  lookout render -f examples/ --prometheus-agent default/edge -o config`,
+  lookout render -f examples/ --prometheus-agent default/edge -o config
+  lookout render -f hippo.yaml --postgrescluster all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(o.Files) == 0 {
@@ -41,6 +43,9 @@ on stderr.`,
 	cmd.Flags().StringVar(&o.Prometheus, "prometheus", "", "The Prometheus to render, NAMESPACE/NAME (default: all)")
 	cmd.Flags().StringVar(&o.Alertmanager, "alertmanager", "", "Render this Alertmanager, NAMESPACE/NAME, instead of the Prometheus objects")
 	cmd.Flags().StringVar(&o.PrometheusAgent, "prometheus-agent", "", "Render this PrometheusAgent, NAMESPACE/NAME (all: every one), instead of the Prometheus objects")
+	cmd.Flags().StringVar(&o.PostgresCluster, "postgrescluster", "", "Render this PostgresCluster, NAMESPACE/NAME (all: every one), instead of the Prometheus objects")
+	cmd.Flags().StringVar(&o.PostgresImage, "postgres-image", version.Image("lookout-postgres"), "Image of the PostgreSQL instances (as given to the operator)")
+	cmd.Flags().StringSliceVar(&o.PostgresBinDirs, "postgres-bin-dirs", []string{gather.DefaultPostgresBinDirs}, "PostgreSQL bin directories (as given to the operator)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", cli.OutputObjects, "objects, config, rules, verdicts or alertmanager")
 	cmd.Flags().StringVar(&o.ReloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar (as given to the operator)")
 	return cmd
@@ -52,17 +57,20 @@ func newExplainCommand() *cobra.Command {
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "explain KIND NAMESPACE/NAME",
-		Short: "Explain which Prometheus or Alertmanager objects select a monitor, rule or AlertmanagerConfig, and why not",
+		Short: "Explain which Prometheus or Alertmanager objects select a monitor, rule or AlertmanagerConfig, and why not; or a PostgresCluster's primary, failover and replicas",
 		Long: `explain answers "why is my ServiceMonitor not scraped?" and "why is my
 AlertmanagerConfig not applied?": for every Prometheus (Alertmanager) it says whether
 it selects the object, and if not the exact reason (the label that does not match,
 the namespace that is not selected); if it does, whether the object was accepted
 (and the jobs, rule file or route it produced) or rejected, with the message.
+For a PostgresCluster it says who is primary, whether the spec was applied, why no
+failover or switchover happened (or would), and how far behind each replica is.
 It reads the cluster of your kubeconfig, or files with -f.`,
 		Example: `  lookout explain servicemonitor default/example-app
   kubectl lookout explain prometheusrule monitoring/node-rules
   lookout explain alertmanagerconfig default/example-routing
-  lookout explain servicemonitor default/app -f manifests/`,
+  lookout explain servicemonitor default/app -f manifests/
+  lookout explain postgrescluster zoo/hippo`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Kind, o.Key = args[0], args[1]

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -28,6 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
 	"github.com/lookout-operator/lookout/internal/controller"
 	"github.com/lookout-operator/lookout/internal/crds"
 	"github.com/lookout-operator/lookout/internal/gather"
@@ -224,6 +228,10 @@ func runOperator(o operatorOptions) error {
 	}
 	if o.webhook {
 		// Every replica serves the webhook; only the leader reconciles.
+		if o.postgres.Installation, err = postgresInstallation(mgr, o); err != nil {
+			return err
+		}
+		o.wh.Postgres = o.postgres.Installation
 		if err := lookoutwebhook.Setup(mgr, o.wh); err != nil {
 			return fmt.Errorf("set up the admission webhook: %w", err)
 		}
@@ -353,4 +361,24 @@ func controllerNames() string {
 		names[i] = c.Name
 	}
 	return strings.Join(names, ", ")
+}
+
+// postgresInstallation reads the PostgreSQL the operator can run (nil when it
+// runs no postgrescluster controller): the webhook and the controller check
+// PostgresClusters against the same one.
+func postgresInstallation(mgr ctrl.Manager, o operatorOptions) (*pgrender.Installation, error) {
+	if len(o.controllers) > 0 && !slices.Contains(o.controllers, "postgrescluster") {
+		return nil, nil
+	}
+	gk := schema.GroupKind{Group: postgresv1beta1.GroupVersion.Group, Kind: postgresv1beta1.Kind}
+	if _, err := mgr.GetRESTMapper().RESTMapping(gk); meta.IsNoMatchError(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	inst, err := gather.PostgresInstallation(context.Background(), o.postgres.BinDirs...)
+	if err != nil {
+		return nil, err
+	}
+	return &inst, nil
 }

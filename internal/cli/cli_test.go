@@ -60,20 +60,9 @@ spec:
 			t.Fatal(err)
 		}
 	}
-	objs, err := ReadFiles([]string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := FileReader(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := Explain(context.Background(), c, ExplainOptions{Kind: "servicemonitor", Key: "shop/checkout"}, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := explainFiles(t, []string{dir}, ExplainOptions{Kind: "servicemonitor", Key: "shop/checkout"})
 	want := `✗ Prometheus monitoring/k8s does not select it: serviceMonitorSelector: label team=platform is required but the value is "payments"`
-	if !strings.Contains(out.String(), want) {
-		t.Errorf("explain said:\n%s\nwant a line with:\n%s", out.String(), want)
+	if !strings.Contains(out, want) {
+		t.Errorf("explain said:\n%s\nwant a line with:\n%s", out, want)
 	}
 }

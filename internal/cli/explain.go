@@ -79,12 +79,12 @@ var explainKinds = map[string]explainKind{
 
 // ExplainKinds names the kinds explain accepts.
 func ExplainKinds() []string {
-	return []string{"servicemonitor", "podmonitor", "probe", "scrapeconfig", "prometheusrule", "alertmanagerconfig"}
+	return []string{"servicemonitor", "podmonitor", "probe", "scrapeconfig", "prometheusrule", "alertmanagerconfig", "postgrescluster"}
 }
 
 // ExplainOptions configure Explain.
 type ExplainOptions struct {
-	Kind          string // servicemonitor | podmonitor | probe | scrapeconfig | prometheusrule | alertmanagerconfig
+	Kind          string // servicemonitor | podmonitor | probe | scrapeconfig | prometheusrule | alertmanagerconfig | postgrescluster
 	Key           string // namespace/name
 	ReloaderImage string
 }
@@ -99,6 +99,13 @@ func Explain(ctx context.Context, c client.Reader, o ExplainOptions, out io.Writ
 			ns, name = "default", o.Key
 		}
 		return explainAlertmanagerConfig(ctx, c, ns, name, o.ReloaderImage, out)
+	}
+	if kind == "postgrescluster" || kind == "pgc" {
+		ns, name, found := strings.Cut(o.Key, "/")
+		if !found {
+			ns, name = "default", o.Key
+		}
+		return explainPostgresCluster(ctx, c, ns, name, out)
 	}
 	k, ok := explainKinds[kind]
 	if !ok {

@@ -39,6 +39,12 @@ type RenderOptions struct {
 	PrometheusAgent string
 	Output          string
 	ReloaderImage   string
+	// PostgresCluster, NAMESPACE/NAME or "all", renders PostgresClusters instead;
+	// PostgresImage and PostgresBinDirs are the operator's --postgres-image and
+	// --postgres-bin-dirs.
+	PostgresCluster string
+	PostgresImage   string
+	PostgresBinDirs []string
 }
 
 // Render renders Prometheus objects from files, with no cluster, exactly as
@@ -57,6 +63,9 @@ func Render(ctx context.Context, o RenderOptions, out, errOut io.Writer) error {
 	}
 	if o.PrometheusAgent != "" {
 		return renderAgents(ctx, c, o, out, errOut)
+	}
+	if o.PostgresCluster != "" {
+		return renderPostgresClusters(ctx, c, o, out, errOut)
 	}
 	proms, err := selectPrometheus(ctx, c, o.Prometheus)
 	if err != nil {

@@ -23,7 +23,7 @@ func desiredConfiguration(o Options, caBundle []byte) *admissionregistrationv1ac
 	if !o.ManageCerts && o.CAInjectFrom != "" {
 		cfg.WithAnnotations(map[string]string{caInjectAnnotation: o.CAInjectFrom})
 	}
-	for _, k := range kinds {
+	for _, k := range o.servedKinds() {
 		cc := admissionregistrationv1ac.WebhookClientConfig()
 		if o.URL != "" {
 			cc.WithURL(strings.TrimSuffix(o.URL, "/") + k.path())
@@ -39,7 +39,7 @@ func desiredConfiguration(o Options, caBundle []byte) *admissionregistrationv1ac
 		}
 		rule := admissionregistrationv1ac.RuleWithOperations().
 			WithOperations(admissionregistrationv1.Create, admissionregistrationv1.Update).
-			WithAPIGroups(monitoringGroup).
+			WithAPIGroups(k.apiGroup()).
 			WithAPIVersions(k.versions...).
 			WithResources(k.resource).
 			WithScope(admissionregistrationv1.NamespacedScope)

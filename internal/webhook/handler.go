@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
+	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
 )
 
 // Validate validates any kind the webhook knows. supported is false for
@@ -43,6 +46,9 @@ func Validate(obj runtime.Object) (errs field.ErrorList, warnings []string, supp
 
 // newObject returns an empty object of a validated kind.
 func newObject(gvk schema.GroupVersionKind) runtime.Object {
+	if gvk.GroupKind() == postgresv1beta1.GroupVersion.WithKind(postgresv1beta1.Kind).GroupKind() && gvk.Version == postgresv1beta1.GroupVersion.Version {
+		return &postgresv1beta1.PostgresCluster{}
+	}
 	if gvk.Group != monitoringGroup {
 		return nil
 	}
@@ -67,7 +73,10 @@ func newObject(gvk schema.GroupVersionKind) runtime.Object {
 
 // handler answers admission requests for every validated kind; it reads
 // the kind from the request.
-type handler struct{}
+type handler struct {
+	// postgres is what PostgresClusters are validated against.
+	postgres *pgrender.Installation
+}
 
 // Handle validates the object of a CREATE or UPDATE. When in doubt it
 // allows: the controller validates again and reports on status, and a
@@ -87,6 +96,9 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("").WithWarnings("Lookout could not read the object to validate it: " + err.Error())
 	}
 	errs, warnings, _ := Validate(obj)
+	if pc, ok := obj.(*postgresv1beta1.PostgresCluster); ok && h.postgres != nil {
+		errs = ValidatePostgresCluster(pc, *h.postgres)
+	}
 	if len(errs) == 0 {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}

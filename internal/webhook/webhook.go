@@ -34,6 +34,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
 )
 
 // Defaults of Options.
@@ -107,6 +109,20 @@ type Options struct {
 	// certificates (default one year and ten years).
 	CertValidity time.Duration
 	CAValidity   time.Duration
+
+	// Postgres, when set, validates PostgresClusters too, against the
+	// PostgreSQL the operator can run (the operator sets it when it runs the
+	// postgrescluster controller).
+	Postgres *pgrender.Installation
+}
+
+// servedKinds are the kinds validated: the monitoring ones, and
+// PostgresCluster with Postgres set.
+func (o Options) servedKinds() []kindSpec {
+	if o.Postgres == nil {
+		return kinds
+	}
+	return append(slices.Clone(kinds), postgresKind)
 }
 
 // ServerOptions are the options to create the manager's webhook server with:
@@ -255,9 +271,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	server.Register(ConversionPath, convert)
-	for _, k := range kinds {
+	for _, k := range opts.servedKinds() {
 		server.Register(k.path(), &admission.Webhook{
-			Handler: &handler{},
+			Handler: &handler{postgres: opts.Postgres},
 			LogConstructor: func(_ logr.Logger, req *admission.Request) logr.Logger {
 				l := log.WithValues("webhook", k.webhookName())
 				if req != nil {
@@ -299,6 +315,15 @@ type kindSpec struct {
 	kind     string
 	resource string
 	versions []string
+	// group is the kind's API group; "": monitoringGroup.
+	group string
+}
+
+func (k kindSpec) apiGroup() string {
+	if k.group == "" {
+		return monitoringGroup
+	}
+	return k.group
 }
 
 const monitoringGroup = "monitoring.coreos.com"
@@ -317,7 +342,7 @@ var kinds = []kindSpec{
 // path is /validate-monitoring-coreos-com-<version>-<kind>, without the
 // version for a kind whose webhook takes several.
 func (k kindSpec) path() string {
-	p := "/validate-" + strings.ReplaceAll(monitoringGroup, ".", "-")
+	p := "/validate-" + strings.ReplaceAll(k.apiGroup(), ".", "-")
 	if len(k.versions) == 1 {
 		p += "-" + k.versions[0]
 	}

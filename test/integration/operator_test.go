@@ -54,22 +54,15 @@ func writesSince(n int64, ns string) []string {
 // operator` wires them, with a client that counts writes.
 func startOperator() (func(), error) {
 	ctrl.SetLogger(testLogger())
-	mgr, err := ctrl.NewManager(cp.RESTConfig, ctrl.Options{
-		Scheme:                 scheme.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  controller.CacheOptions(nil),
-		Client: client.Options{Cache: &client.CacheOptions{
-			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
-		}},
-		NewClient: func(cfg *rest.Config, opts client.Options) (client.Client, error) {
-			c, err := client.NewWithWatch(cfg, opts)
-			if err != nil {
-				return nil, err
-			}
-			return interceptor.NewClient(c, countingFuncs()), nil
-		},
-	})
+	opts := managerOptions()
+	opts.NewClient = func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+		c, err := client.NewWithWatch(cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		return interceptor.NewClient(c, countingFuncs()), nil
+	}
+	mgr, err := ctrl.NewManager(cp.RESTConfig, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +78,20 @@ func startOperator() (func(), error) {
 		}
 	}()
 	return func() { cancel(); <-done }, nil
+}
+
+// managerOptions are those of the operator's manager, as lookout operator sets them,
+// without metrics and probe listeners.
+func managerOptions() ctrl.Options {
+	return ctrl.Options{
+		Scheme:                 scheme.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  controller.CacheOptions(nil),
+		Client: client.Options{Cache: &client.CacheOptions{
+			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+		}},
+	}
 }
 
 func countingFuncs() interceptor.Funcs {
