@@ -236,9 +236,19 @@ func (c *cluster) close() {
 			}
 		}
 		in.host.Close()
+		removeSharedMemory(filepath.Join(in.dir, "data", "pg15"))
 	}
 	_ = clientset.CoreV1().Namespaces().Delete(context.Background(), c.ns, metav1.DeleteOptions{})
 	_ = os.RemoveAll(c.dir)
+}
+
+// removeSharedMemory removes the small System V segment a postgres killed
+// with SIGKILL leaves behind: its key is the data directory's inode.
+func removeSharedMemory(pgdata string) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(pgdata, &st); err == nil {
+		_ = exec.Command("ipcrm", "-M", fmt.Sprintf("0x%08x", uint32(st.Ino))).Run()
+	}
 }
 
 func tail(s string, n int) string {
