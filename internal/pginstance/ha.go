@@ -43,7 +43,10 @@ func (m *Manager) step(ctx context.Context) error {
 	}
 	lease, err := m.readLease(ctx)
 	if err != nil {
-		m.setState(m.status.State, "read lease: "+err.Error())
+		m.mu.Lock()
+		state := m.status.State
+		m.mu.Unlock()
+		m.setState(state, "read lease: "+err.Error())
 		return nil
 	}
 	m.look(ctx)
