@@ -76,6 +76,12 @@ func renderConf(in confInput) string {
 	if _, ok := in.Parameters["wal_receiver_status_interval"]; !ok {
 		set("wal_receiver_status_interval", "1s")
 	}
+	// A standby retries streaming after this when the primary changed
+	// (5 s by default): the new primary's writes wait for it in
+	// synchronous mode.
+	if _, ok := in.Parameters["wal_retrieve_retry_interval"]; !ok {
+		set("wal_retrieve_retry_interval", "500ms")
+	}
 	if in.TLS != nil {
 		set("ssl", "on")
 		set("ssl_cert_file", in.TLS.Cert)

@@ -31,11 +31,22 @@ func (m *Manager) step(ctx context.Context) error {
 	fenced, role := m.fenced, m.role
 	m.mu.Unlock()
 	if m.pg.running() == nil && !fenced {
-		return fmt.Errorf("postgres exited (%s) while this instance was %q", describe(m.pg.status), role)
+		if role == pgcontract.RolePrimary {
+			return fmt.Errorf("postgres exited (%s) while this instance was primary", describe(m.pg.status))
+		}
+		// A standby that cannot follow the primary's history (it forked
+		// off before this instance's position) rewinds and starts again.
+		m.log.Warn("Postgres exited: rewinding before following again", "status", describe(m.pg.status))
+		m.mu.Lock()
+		m.fenced, m.needRewind, m.following = true, true, ""
+		m.mu.Unlock()
 	}
 	lease, err := m.readLease(ctx)
 	if err != nil {
-		m.setState(m.status.State, "read lease: "+err.Error())
+		m.mu.Lock()
+		state := m.status.State
+		m.mu.Unlock()
+		m.setState(state, "read lease: "+err.Error())
 		return nil
 	}
 	m.look(ctx)
@@ -70,6 +81,9 @@ func (m *Manager) look(ctx context.Context) {
 	}
 	m.mu.Lock()
 	m.obs, m.up = obs, err == nil
+	if m.up && obs.Receiving {
+		m.receiving = time.Now()
+	}
 	m.mu.Unlock()
 }
 
@@ -252,23 +266,25 @@ func (m *Manager) replicaStep(ctx context.Context, cfg *pgcontract.Config, lease
 		m.lostSince = time.Time{}
 		m.status.FailoverBlocked = ""
 		m.mu.Unlock()
-		return m.follow(ctx, cfg, h)
+		return m.follow(ctx, cfg, h, silent < cfg.LeaseDuration.Duration*3/10)
 	}
 	return m.elect(ctx, cfg, lease, h, why)
 }
 
 // follow makes postgres stream from the primary h, rewinding first when
 // this instance may hold WAL the primary does not.
-func (m *Manager) follow(ctx context.Context, cfg *pgcontract.Config, h string) error {
+func (m *Manager) follow(ctx context.Context, cfg *pgcontract.Config, h string, fresh bool) error {
 	m.mu.Lock()
-	following, since, needRewind, up, obs := m.following, m.followSince, m.needRewind, m.up, m.obs
+	following, since, needRewind, up, obs, receiving := m.following, m.followSince, m.needRewind, m.up, m.obs, m.receiving
 	m.mu.Unlock()
 	ip, err := m.podIP(ctx, h, following != h)
 	if err != nil {
 		m.setState("Running", err.Error())
 		return nil
 	}
-	if following == h && up && !obs.Receiving && time.Since(since) > 10*time.Second {
+	// Following a primary that renews its Lease without streaming from it
+	// for 10 s: this instance's WAL has diverged from the primary's.
+	if following == h && up && !obs.Receiving && time.Since(since) > 10*time.Second && time.Since(receiving) > 10*time.Second && fresh {
 		m.log.Warn("Not streaming from the primary: rewinding", "primary", h)
 		needRewind = true
 	}
@@ -623,6 +639,14 @@ func (m *Manager) promote(ctx context.Context, renewed time.Time) error {
 		return err
 	}
 	now := time.Now()
+	// The end-of-recovery checkpoint is spread over minutes; until one
+	// completes, the control file names the old timeline and pg_rewind on a
+	// former primary finds nothing to rewind.
+	go func() {
+		if _, err := m.pg.rn.run("psql", "-X", "-q", "-h", m.o.SocketDir, "-p", strconv.Itoa(m.pg.port), "-U", "postgres", "-d", "postgres", "-c", "CHECKPOINT"); err != nil {
+			m.log.Warn("Checkpoint after promotion failed", "err", err)
+		}
+	}()
 	m.mu.Lock()
 	m.needRewind, m.fenced = false, false
 	m.status.LastPromotion = &now

@@ -49,6 +49,7 @@ type Manager struct {
 	needRewind  bool   // the data may hold WAL the primary does not: rewind before following
 	following   string // the instance postgres streams from
 	followSince time.Time
+	receiving   time.Time // a standby's WAL receiver last seen streaming
 	lostSince   time.Time // when the primary was first seen lost
 	appliedSync syncSet
 	pendingSync *syncSet

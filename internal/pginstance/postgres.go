@@ -115,6 +115,11 @@ func (p *postgres) basebackup(host string, port int, instance string) error {
 // rewind makes the stopped data directory a copy of the primary's history
 // from where they diverged; when they have not, it changes nothing.
 func (p *postgres) rewind(host string, port int, instance string) (string, error) {
+	// pg_rewind finishes an interrupted crash recovery in single-user
+	// mode, which refuses standby mode.
+	if err := os.Remove(filepath.Join(p.pgdata, "standby.signal")); err != nil && !os.IsNotExist(err) {
+		return "", err
+	}
 	ci := conninfo(host, port, instance, p.passfile, p.tls, "dbname=postgres")
 	out, err := p.rn.run("pg_rewind", "-D", p.pgdata, "--source-server="+ci)
 	if err != nil {

@@ -105,6 +105,7 @@ func newRunner(binDir, osUser string, env []string, r *reaper, log io.Writer) (*
 func (rn *runner) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(rn.binDir+"/"+name, args...)
 	cmd.Env = append(os.Environ(), rn.env...)
+	cmd.Dir = "/" // the postgres user may not read the manager's working directory
 	// Killed with the manager, as in a container whose PID 1 died.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: rn.cred, Pdeathsig: syscall.SIGKILL}
 	return cmd
