@@ -166,3 +166,13 @@ func TestLogFilesOnAnyWritableMountOfThePrometheusContainer(t *testing.T) {
 		t.Errorf("no volume log-file (the existing operator's name) for a bare query log file name")
 	}
 }
+
+func TestTheReloaderLogsAtThePrometheusLevel(t *testing.T) {
+	p := newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.LogLevel = "debug" }))
+	pod := only(t, find[*appsv1.StatefulSet](mustObjects(t, p, newOptions()))).Spec.Template.Spec
+	for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers[1]) {
+		if !slices.Contains(c.Args, "--log-level=debug") {
+			t.Errorf("%s args lack --log-level=debug: %q", c.Name, c.Args)
+		}
+	}
+}

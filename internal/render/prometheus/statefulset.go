@@ -534,13 +534,17 @@ func localURL(p *monitoringv1.Prometheus, endpoint string) string {
 	return strings.ToLower(string(webScheme(p))) + "://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), endpoint)
 }
 
-// reloaderArgs: the config pieces, and with web TLS no verification of the certificate on
+// reloaderArgs: the config pieces, with web TLS no verification of the certificate on
 // the loopback reload request, which names the Service, not 127.0.0.1, and never leaves the
-// pod.
+// pod, and spec.logLevel.
 func reloaderArgs(p *monitoringv1.Prometheus) []string {
 	args := configPieceArgs(p)
 	if webTLS(p) != nil {
 		args = append(args, "--reload-insecure-skip-verify")
+	}
+	// The reloader logs at the Prometheus's level, as the existing operator's does.
+	if p.Spec.LogLevel != "" {
+		args = append(args, "--log-level="+p.Spec.LogLevel)
 	}
 	return args
 }
