@@ -3,7 +3,6 @@ package prometheus
 import (
 	"github.com/lookout-operator/lookout/internal/render/workload"
 
-	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -81,30 +80,15 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) (*appsv1
 	return sts, nil
 }
 
-// workloadMeta is the metadata of the StatefulSet (or DaemonSet), as the existing operator
-// makes it: the Prometheus's own labels and annotations (but kubectl's, which would make
-// kubectl prune it), the owner's name and the mode (server or agent, for dashboards that
-// tell them apart), under Lookout's own labels, which win.
+// workloadMeta is the metadata of the StatefulSet (or DaemonSet): Lookout's labels, the
+// owner's name and, as with the existing operator, the mode (server or agent, for
+// dashboards that tell them apart).
 func workloadMeta(p *monitoringv1.Prometheus, opts Options, name string) metav1.ObjectMeta {
 	meta := ownedMeta(p, opts, name)
-	labels := maps.Clone(p.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, meta.Labels)
-	labels[labelOpName] = p.Name
-	labels[labelMode] = modeServer
+	meta.Labels[labelOpName] = p.Name
+	meta.Labels[labelMode] = modeServer
 	if FlavourOf(p).Agent {
-		labels[labelMode] = modeAgent
-	}
-	meta.Labels = labels
-	for k, v := range p.Annotations {
-		if !strings.HasPrefix(k, "kubectl.kubernetes.io/") {
-			if meta.Annotations == nil {
-				meta.Annotations = map[string]string{}
-			}
-			meta.Annotations[k] = v
-		}
+		meta.Labels[labelMode] = modeAgent
 	}
 	return meta
 }
