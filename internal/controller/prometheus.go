@@ -187,6 +187,13 @@ func (r *PrometheusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	r.reportVerdicts(obj, desired.Verdicts, selected)
 
 	retained, retainedDue, err := r.retainShards(ctx, obj, p, desired.Objects)
+	if err == nil && promrender.UnmanagedConfig(p) {
+		var keep client.Object
+		if keep, err = r.keepUnmanagedConfig(ctx, p); err == nil {
+			retained = append(retained, keep)
+			st.unmanaged = fmt.Sprintf(unmanagedConfigMessage, p.Namespace+"/"+keep.GetName())
+		}
+	}
 	if err == nil && r.informers != nil {
 		err = metadataSynced(ctx, r.informers)
 	}

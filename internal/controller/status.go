@@ -19,8 +19,11 @@ import (
 // statusUpdate collects what one reconcile learned; writeStatus turns it into
 // the Prometheus status once, at the end.
 type statusUpdate struct {
-	paused       bool
-	reconciled   bool
+	paused     bool
+	reconciled bool
+	// unmanaged, when set, says that the configuration Secret is the user's
+	// (ReasonConfigurationUnmanaged).
+	unmanaged    string
 	reconcileErr *render.SpecError
 	// yielded: the apply stopped for a newer change (see applyObjects); no status is
 	// written, the reconcile that finishes writes it.
@@ -125,6 +128,8 @@ func conditionsOf(want, available int32, st *statusUpdate) []condition {
 			"spec.paused is true: the operator changes nothing until it is unset"})
 	case st.reconcileErr != nil:
 		out = append(out, condition{string(monitoringv1.Reconciled), string(monitoringv1.ConditionFalse), st.reconcileErr.Reason, st.reconcileErr.Message})
+	case st.reconciled && st.unmanaged != "":
+		out = append(out, condition{string(monitoringv1.Reconciled), string(monitoringv1.ConditionTrue), ReasonConfigurationUnmanaged, st.unmanaged})
 	case st.reconciled:
 		out = append(out, condition{string(monitoringv1.Reconciled), string(monitoringv1.ConditionTrue), ReasonReconcileSucceeded, ""})
 	}

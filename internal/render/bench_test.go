@@ -17,6 +17,7 @@ import (
 // namespaces, each with two endpoints (so 5,000 monitors = 10,000 jobs).
 func benchInputs(monitors int) Inputs {
 	p := &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "main", UID: "p-uid", Generation: 1}}
+	p.Spec.ServiceMonitorSelector = &metav1.LabelSelector{} // Lookout writes the configuration
 	in := Inputs{Prometheus: p, ServiceAccountExists: true, ReloaderImage: "lookout-reloader:dev"}
 	for i := range monitors {
 		ep := func(port string) monitoringv1.Endpoint {

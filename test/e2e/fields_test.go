@@ -73,7 +73,7 @@ func TestTheRealPrometheusRunsTheSectionsTheSpecSets(t *testing.T) {
 
 	// A query is logged to the file in the emptyDir.
 	waitQuery(t, "vector(1)", "a query answers")
-	logFile := filepath.Join(dir, "volumes", "log-files", "query.log")
+	logFile := filepath.Join(dir, "volumes", "log-file", "query.log")
 	waitFor(t, "the query log is written in the emptyDir", func() bool {
 		b, err := os.ReadFile(logFile)
 		return err == nil && strings.Contains(string(b), "vector(1)")

@@ -135,3 +135,44 @@ func TestListenLocalProbesInsideThePodWithoutAPort(t *testing.T) {
 		})
 	}
 }
+
+func TestLogFilesOnAnyWritableMountOfThePrometheusContainer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    *monitoringv1.Prometheus
+		ok   bool
+	}{
+		{"a path in the data volume, as the Prometheus docs' example", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.QueryLogFile = "/prometheus/query.log"
+		})), true},
+		{"a path on a volume a containers patch mounts", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.ScrapeFailureLogFile = ptrTo("/logs/scrape.log")
+			s.Volumes = []corev1.Volume{{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			s.Containers = []corev1.Container{{Name: "prometheus", VolumeMounts: []corev1.VolumeMount{{Name: "logs", MountPath: "/logs"}}}}
+		})), true},
+		{"a path on the read-only root filesystem", newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) {
+			s.QueryLogFile = "/var/query.log"
+		})), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := Validate(tc.p); (err == nil) != tc.ok {
+				t.Errorf("Validate = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+	p := newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.QueryLogFile = "query.log" }))
+	pod := only(t, find[*appsv1.StatefulSet](mustObjects(t, p, newOptions()))).Spec.Template.Spec
+	if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "log-file" }) {
+		t.Errorf("no volume log-file (the existing operator's name) for a bare query log file name")
+	}
+}
+
+func TestTheReloaderLogsAtThePrometheusLevel(t *testing.T) {
+	p := newPrometheus(withSpec(func(s *monitoringv1.PrometheusSpec) { s.LogLevel = "debug" }))
+	pod := only(t, find[*appsv1.StatefulSet](mustObjects(t, p, newOptions()))).Spec.Template.Spec
+	for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers[1]) {
+		if !slices.Contains(c.Args, "--log-level=debug") {
+			t.Errorf("%s args lack --log-level=debug: %q", c.Name, c.Args)
+		}
+	}
+}

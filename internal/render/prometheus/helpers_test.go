@@ -23,6 +23,10 @@ func newPrometheus(opts ...promOption) *monitoringv1.Prometheus {
 			Namespace: "monitoring",
 			UID:       "8f9c6a7e-0d1b-4c3e-9a51-2b7d4e6f8a90",
 		},
+		// A monitor selector: Lookout writes the configuration (UnmanagedConfig).
+		Spec: monitoringv1.PrometheusSpec{CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
+			ServiceMonitorSelector: &metav1.LabelSelector{},
+		}},
 	}
 	for _, o := range opts {
 		o(p)

@@ -13,7 +13,7 @@ import (
 // read-only.
 const (
 	logDir      = "/var/log/prometheus"
-	volLogFiles = "log-files"
+	volLogFiles = "log-file" // the existing operator's name: container patches mount it by name
 )
 
 // LogFilePath is where Prometheus writes the log file the spec names: a bare name goes to
@@ -48,8 +48,10 @@ func needsLogVolume(p *monitoringv1.Prometheus) bool {
 }
 
 // validateLogFiles refuses a log file Prometheus could not open: a path outside /dev and
-// outside every volume the user mounts into the prometheus container is on the read-only
-// root filesystem, and Prometheus would refuse the config that names it.
+// outside every writable volume mounted into the prometheus container — the data volume
+// at /prometheus, spec.volumeMounts, the mounts a spec.containers patch of the prometheus
+// container adds — is on the read-only root filesystem, and Prometheus would refuse the
+// config that names it.
 func validateLogFiles(p *monitoringv1.Prometheus) *SpecError {
 	for _, f := range logFiles(p) {
 		field, name := f[0], f[1]
@@ -59,7 +61,7 @@ func validateLogFiles(p *monitoringv1.Prometheus) *SpecError {
 		if !path.IsAbs(name) || path.Clean(name) != name || strings.HasSuffix(name, "/") {
 			return invalid(field, "%q must be a bare file name (written to %s) or an absolute, clean file path", name, logDir)
 		}
-		if !mountedByUser(p, path.Dir(name)) {
+		if !writableMount(p, path.Dir(name)) {
 			return invalid(field, "%q is on the container's read-only root filesystem: use a bare file name (written to an emptyDir at %s), /dev/stdout, or mount a writable volume at %s with spec.volumes and spec.volumeMounts",
 				name, logDir, path.Dir(name))
 		}
@@ -67,9 +69,16 @@ func validateLogFiles(p *monitoringv1.Prometheus) *SpecError {
 	return nil
 }
 
-// mountedByUser says whether dir is inside a spec.volumeMounts mount that is not read-only.
-func mountedByUser(p *monitoringv1.Prometheus, dir string) bool {
-	for _, m := range p.Spec.VolumeMounts {
+// writableMount says whether dir is inside a mount of the prometheus container that is
+// not read-only: the data volume, spec.volumeMounts, or a spec.containers patch's.
+func writableMount(p *monitoringv1.Prometheus, dir string) bool {
+	mounts := append([]corev1.VolumeMount{{MountPath: storageDir}}, p.Spec.VolumeMounts...)
+	for _, c := range p.Spec.Containers {
+		if c.Name == containerPrometheus {
+			mounts = append(mounts, c.VolumeMounts...)
+		}
+	}
+	for _, m := range mounts {
 		mp := path.Clean(m.MountPath)
 		if !m.ReadOnly && (dir == mp || strings.HasPrefix(dir, mp+"/")) {
 			return true

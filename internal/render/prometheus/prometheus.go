@@ -83,11 +83,14 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error
 	if len(opts.ConfigPieces) > ConfigPieceSlots {
 		return nil, fmt.Errorf("render Prometheus %s/%s: %d config pieces, at most %d can be mounted", p.Namespace, p.Name, len(opts.ConfigPieces), ConfigPieceSlots)
 	}
-	// Pieces before the main config that loads them.
-	for _, s := range configPieceSecrets(p, opts) {
-		out = append(out, s)
+	// Pieces before the main config that loads them. In unmanaged mode the config Secret
+	// is the user's: not written at all.
+	if !UnmanagedConfig(p) {
+		for _, s := range configPieceSecrets(p, opts) {
+			out = append(out, s)
+		}
+		out = append(out, configSecret(p, opts))
 	}
-	out = append(out, configSecret(p, opts))
 	configEnd := len(out)
 	if len(opts.RuleConfigMaps) > RuleConfigMapSlots {
 		return nil, fmt.Errorf("render Prometheus %s/%s: %d rule ConfigMaps, at most %d can be mounted", p.Namespace, p.Name, len(opts.RuleConfigMaps), RuleConfigMapSlots)
@@ -147,6 +150,24 @@ func Objects(p *monitoringv1.Prometheus, opts Options) ([]workload.Object, error
 		}
 	}
 	return out, nil
+}
+
+// UnmanagedConfig reports the existing operator's unmanaged configuration mode: a
+// Prometheus (not an agent) with none of the four monitor selectors set leaves its config
+// Secret prometheus-<name> to the user, who writes prometheus.yaml.gz into it. Objects
+// then renders no config Secret and no pieces; the controller creates an empty Secret
+// only when there is none, and never writes or deletes it afterwards.
+func UnmanagedConfig(p *monitoringv1.Prometheus) bool {
+	s := &p.Spec
+	return !FlavourOf(p).Agent && s.ServiceMonitorSelector == nil && s.PodMonitorSelector == nil &&
+		s.ProbeSelector == nil && s.ScrapeConfigSelector == nil
+}
+
+// UnmanagedConfigSecret is the empty config Secret the controller creates for a
+// Prometheus in unmanaged mode when the user has none yet: an empty prometheus.yaml, so
+// that the pods start; the user fills it in.
+func UnmanagedConfigSecret(p *monitoringv1.Prometheus, opts Options) *corev1.Secret {
+	return configSecret(p, opts)
 }
 
 // copySharingData copies a Secret but for the bytes of its values.

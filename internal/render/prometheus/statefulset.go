@@ -3,7 +3,6 @@ package prometheus
 import (
 	"github.com/lookout-operator/lookout/internal/render/workload"
 
-	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -81,29 +80,14 @@ func statefulSet(p *monitoringv1.Prometheus, opts Options, shard int32) (*appsv1
 	return sts, nil
 }
 
-// workloadMeta is the metadata of the StatefulSet (or DaemonSet), as the existing operator
-// makes it: the Prometheus's own labels and annotations (but kubectl's, which would make
-// kubectl prune it), the owner's name and the mode (server or agent, for dashboards that
-// tell them apart), under Lookout's own labels, which win.
+// workloadMeta is the metadata of the StatefulSet (or DaemonSet): Lookout's labels, the
+// owner's name and, as with the existing operator, the mode (server or agent, for
+// dashboards that tell them apart).
 func workloadMeta(p *monitoringv1.Prometheus, opts Options, name string) metav1.ObjectMeta {
 	meta := ownedMeta(p, opts, name)
-	labels := maps.Clone(p.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, meta.Labels)
-	labels[labelOpName] = p.Name
+	meta.Labels[labelOpName] = p.Name
 	if m := FlavourOf(p).Mode; m != "" {
-		labels[LabelMode] = m
-	}
-	meta.Labels = labels
-	for k, v := range p.Annotations {
-		if !strings.HasPrefix(k, "kubectl.kubernetes.io/") {
-			if meta.Annotations == nil {
-				meta.Annotations = map[string]string{}
-			}
-			meta.Annotations[k] = v
-		}
+		meta.Labels[LabelMode] = m
 	}
 	return meta
 }
@@ -533,13 +517,17 @@ func localURL(p *monitoringv1.Prometheus, endpoint string) string {
 	return strings.ToLower(string(webScheme(p))) + "://127.0.0.1:" + strconv.Itoa(webPort) + path.Join(routePrefix(p), endpoint)
 }
 
-// reloaderArgs: the config pieces, and with web TLS no verification of the certificate on
+// reloaderArgs: the config pieces, with web TLS no verification of the certificate on
 // the loopback reload request, which names the Service, not 127.0.0.1, and never leaves the
-// pod.
+// pod, and spec.logLevel.
 func reloaderArgs(p *monitoringv1.Prometheus) []string {
 	args := configPieceArgs(p)
 	if webTLS(p) != nil {
 		args = append(args, "--reload-insecure-skip-verify")
+	}
+	// The reloader logs at the Prometheus's level, as the existing operator's does.
+	if p.Spec.LogLevel != "" {
+		args = append(args, "--log-level="+p.Spec.LogLevel)
 	}
 	return args
 }
