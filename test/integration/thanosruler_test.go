@@ -245,6 +245,18 @@ func TestAThanosRulerWithAMissingObjectStorageSecretOrABadQueryEndpointKeepsItsS
 	if !slices.Contains(sts.Spec.Template.Spec.Containers[0].Args, "--query=thanos-query."+ns+".svc:9090") {
 		t.Errorf("the running StatefulSet lost its query endpoint: %v", sts.Spec.Template.Spec.Containers[0].Args)
 	}
+
+	// Thanos Ruler exits at start with nothing to query, or with an address given twice.
+	update(t, tr, func(tr *monitoringv1.ThanosRuler) { tr.Spec.QueryEndpoints = nil })
+	eventually(t, "Reconciled=False saying there is nothing to query", reconciled(metav1.ConditionFalse, "InvalidSpec", "spec.queryEndpoints: is empty"))
+	update(t, tr, func(tr *monitoringv1.ThanosRuler) { tr.Spec.QueryEndpoints = []string{"q:9090", "q:9090"} })
+	eventually(t, "Reconciled=False naming the duplicate", reconciled(metav1.ConditionFalse, "InvalidSpec", "spec.queryEndpoints[1]"))
+	if err := k8s.Get(testCtx, key, &sts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(sts.Spec.Template.Spec.Containers[0].Args, "--query=thanos-query."+ns+".svc:9090") {
+		t.Errorf("the running StatefulSet lost its query endpoint: %v", sts.Spec.Template.Spec.Containers[0].Args)
+	}
 }
 
 func TestAPrometheusWithTheThanosSidecarWaitsForItsObjectStorageSecretThenRunsIt(t *testing.T) {

@@ -135,7 +135,8 @@ func TestTheThanosSidecarTalksHTTPSToAPrometheusThatServesIt(t *testing.T) {
 	if !ok {
 		t.Fatalf("with web TLS the sidecar has no --prometheus.http-client: %v", args)
 	}
-	// Thanos reads it as Prometheus's HTTP client configuration.
+	// Thanos's client configuration has the keys of Prometheus's (and becomes one): read it
+	// strictly with Prometheus's own type.
 	var cfg commoncfg.HTTPClientConfig
 	if err := yaml.UnmarshalStrict([]byte(raw), &cfg); err != nil {
 		t.Fatalf("--prometheus.http-client %q: %v", raw, err)
