@@ -97,12 +97,12 @@ type candidate struct {
 // build renders one monitor. The entry it returns carries the rejection, or the jobs still to be
 // checked by the loader through the candidate.
 func (g *generator) build(m monitor, uid types.UID, generation int64) (*cacheEntry, *candidate, error) {
-	var reads []string
-	g.reads = &reads
+	var reads, dropped []string
+	g.reads, g.dropped = &reads, &dropped
 	jobs, disc, rej := g.jobs(m)
-	g.reads = nil
+	g.reads, g.dropped = nil, nil
 
-	e := &cacheEntry{uid: uid, generation: generation, rej: rej, cacheable: uid != "" && generation != 0}
+	e := &cacheEntry{uid: uid, generation: generation, rej: rej, cacheable: uid != "" && generation != 0, warning: g.droppedMessage(dropped)}
 	sort.Strings(reads)
 	for i, k := range reads {
 		if i > 0 && reads[i-1] == k {
@@ -159,7 +159,7 @@ func (g *generator) check(pending []*candidate) {
 		for _, c := range batch {
 			doc = append(doc, c.entry.fragment...)
 		}
-		if _, err := config.Load(string(doc), discardLogger); err == nil {
+		if _, err := config.Load(string(g.forLoader(doc)), discardLogger); err == nil {
 			continue
 		}
 		for _, c := range batch {
@@ -263,6 +263,6 @@ func (g *generator) load(fragment []byte) error {
 	doc = append(doc, g.globalYAML...)
 	doc = append(doc, scrapeConfigsKey...)
 	doc = append(doc, fragment...)
-	_, err := config.Load(string(doc), discardLogger)
+	_, err := config.Load(string(g.forLoader(doc)), discardLogger)
 	return err
 }

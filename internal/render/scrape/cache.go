@@ -99,6 +99,7 @@ type cacheEntry struct {
 	// What the monitor rendered to: either a rejection, or its jobs (fragment, names) and
 	// discovery, already accepted by the loader.
 	rej       *rejection
+	warning   string // accepted: what its jobs leave out for the Prometheus's version
 	fragment  []byte // until checked
 	packed    []byte // the fragment, packed, once accepted
 	size      int    // its unpacked length

@@ -488,15 +488,16 @@ func TestGenerateVerdicts(t *testing.T) {
 				d := parse(t, res.Config())
 				loaded := mustLoad(t, res.Config())
 				for i, c := range []struct {
-					job           string
-					sample, tgt   uint64
-					body          string
-					loadedTargets uint
+					job                          string
+					sample, tgt                  uint64
+					body                         string
+					loadedTargets, loadedSamples uint
 				}{
-					{"over", 1000, 50, "10MiB", 50},
-					{"under", 500, 0, "1MiB", 10},
-					// Without its own limit a job inherits the global one when that is smaller than the enforced one.
-					{"unset", 1000, 0, "10MiB", 10},
+					{"over", 1000, 50, "10MiB", 50, 1000},
+					{"under", 500, 0, "1MiB", 10, 500},
+					// Without its own limit a job inherits the global one, which the enforced one
+					// caps (the existing operator writes no per-job limit then).
+					{"unset", 0, 0, "10MiB", 10, 1000},
 				} {
 					j := jobNamed(t, d, "serviceMonitor/default/"+c.job+"/0")
 					if j.SampleLimit != c.sample || j.TargetLimit != c.tgt || j.BodySizeLimit != c.body {
@@ -504,6 +505,9 @@ func TestGenerateVerdicts(t *testing.T) {
 					}
 					if got := loaded.ScrapeConfigs[i].TargetLimit; got != c.loadedTargets {
 						t.Errorf("%s: Prometheus applies target limit %d, want %d", c.job, got, c.loadedTargets)
+					}
+					if got := loaded.ScrapeConfigs[i].SampleLimit; got != c.loadedSamples {
+						t.Errorf("%s: Prometheus applies sample limit %d, want %d", c.job, got, c.loadedSamples)
 					}
 				}
 			},

@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/prometheus/config"
 	"go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 const (
@@ -64,10 +66,12 @@ type globalDocument struct {
 }
 
 // limits holds the Prometheus's two values for one per-scrape limit. A monitor's own value is
-// capped by the enforced one; a monitor without one inherits the global value unless the
-// enforced one is smaller.
+// capped by the enforced one; a monitor without one inherits the global value, which the
+// enforced one caps too. A Prometheus too old for the global key (inGlobal false) gets the
+// enforced value in the job instead, as with the existing operator.
 type limits struct {
 	global, enforced int64 // 0 = unset
+	inGlobal         bool
 }
 
 func (l limits) apply(monitor *int64) uint64 {
@@ -76,7 +80,7 @@ func (l limits) apply(monitor *int64) uint64 {
 		v = *monitor
 	}
 	if v <= 0 {
-		if l.enforced > 0 && (l.global <= 0 || l.global > l.enforced) {
+		if l.enforced > 0 && !l.inGlobal {
 			return uint64(l.enforced)
 		}
 		return 0
@@ -94,6 +98,14 @@ type generator struct {
 	configMaps map[string]*corev1.ConfigMap
 	// reads collects the Secrets and ConfigMaps the monitor being built reads, for the Cache.
 	reads *[]string
+	// dropped collects what the jobs of the monitor being built leave out for the version.
+	dropped *[]string
+
+	// version is spec.version's (see promVersion); versionKnown is false when it does not parse.
+	version      workload.Version
+	versionKnown bool
+	// warnings are what the global section leaves out for the version (Result.Warnings).
+	warnings []string
 
 	global         *globalConfig
 	globalYAML     []byte // "global:" and its section, the start of every document
@@ -131,6 +143,7 @@ func newGenerator(in Input) (*generator, error) {
 	}
 	gc := &globalConfig{}
 	g.global = gc
+	g.version, g.versionKnown = promVersion(p)
 
 	var err error
 	gc.ScrapeInterval = string(spec.ScrapeInterval)
@@ -197,13 +210,14 @@ func newGenerator(in Input) (*generator, error) {
 		global, enforced     *int64
 		out                  *uint64
 		into                 *limits
+		globalMinor          int // the v2 minor from which global holds the key (gateGlobal)
 	}{
-		{"sampleLimit", "enforcedSampleLimit", spec.SampleLimit, spec.EnforcedSampleLimit, &gc.SampleLimit, &g.sampleLimit},
-		{"targetLimit", "enforcedTargetLimit", spec.TargetLimit, spec.EnforcedTargetLimit, &gc.TargetLimit, &g.targetLimit},
-		{"labelLimit", "enforcedLabelLimit", spec.LabelLimit, spec.EnforcedLabelLimit, &gc.LabelLimit, &g.labelLimit},
-		{"labelNameLengthLimit", "enforcedLabelNameLengthLimit", spec.LabelNameLengthLimit, spec.EnforcedLabelNameLengthLimit, &gc.LabelNameLengthLimit, &g.labelNameLengthLimit},
-		{"labelValueLengthLimit", "enforcedLabelValueLengthLimit", spec.LabelValueLengthLimit, spec.EnforcedLabelValueLengthLimit, &gc.LabelValueLengthLimit, &g.labelValueLengthLimit},
-		{"keepDroppedTargets", "enforcedKeepDroppedTargets", spec.KeepDroppedTargets, spec.EnforcedKeepDroppedTargets, &gc.KeepDroppedTargets, &g.keepDrop},
+		{"sampleLimit", "enforcedSampleLimit", spec.SampleLimit, spec.EnforcedSampleLimit, &gc.SampleLimit, &g.sampleLimit, 45},
+		{"targetLimit", "enforcedTargetLimit", spec.TargetLimit, spec.EnforcedTargetLimit, &gc.TargetLimit, &g.targetLimit, 45},
+		{"labelLimit", "enforcedLabelLimit", spec.LabelLimit, spec.EnforcedLabelLimit, &gc.LabelLimit, &g.labelLimit, 45},
+		{"labelNameLengthLimit", "enforcedLabelNameLengthLimit", spec.LabelNameLengthLimit, spec.EnforcedLabelNameLengthLimit, &gc.LabelNameLengthLimit, &g.labelNameLengthLimit, 45},
+		{"labelValueLengthLimit", "enforcedLabelValueLengthLimit", spec.LabelValueLengthLimit, spec.EnforcedLabelValueLengthLimit, &gc.LabelValueLengthLimit, &g.labelValueLengthLimit, 45},
+		{"keepDroppedTargets", "enforcedKeepDroppedTargets", spec.KeepDroppedTargets, spec.EnforcedKeepDroppedTargets, &gc.KeepDroppedTargets, &g.keepDrop, 47},
 	} {
 		if l.global != nil {
 			if *l.global < 0 {
@@ -221,6 +235,7 @@ func newGenerator(in Input) (*generator, error) {
 		if e := l.into.enforced; e > 0 && (l.into.global <= 0 || l.into.global > e) {
 			*l.out = uint64(e)
 		}
+		l.into.inGlobal = !g.versionKnown || g.version.AtLeast(2, l.globalMinor)
 	}
 	if spec.BodySizeLimit != nil && *spec.BodySizeLimit != "" {
 		gc.BodySizeLimit = string(*spec.BodySizeLimit)
@@ -273,6 +288,7 @@ func newGenerator(in Input) (*generator, error) {
 	if se := g.apiServerFrom(); se != nil {
 		return nil, se
 	}
+	g.gateGlobal(gc)
 	// The global section alone must load; otherwise nothing can ship.
 	if g.globalYAML, err = yaml.Marshal(doc); err != nil {
 		return nil, fmt.Errorf("marshal global section: %w", err)

@@ -41,6 +41,7 @@ type scrapeJob struct {
 
 	ScrapeNativeHistograms         *bool   `yaml:"scrape_native_histograms,omitempty"`
 	AlwaysScrapeClassicHistograms  *bool   `yaml:"always_scrape_classic_histograms,omitempty"`
+	ScrapeClassicHistograms        *bool   `yaml:"scrape_classic_histograms,omitempty"` // its name before v3
 	NativeHistogramBucketLimit     uint64  `yaml:"native_histogram_bucket_limit,omitempty"`
 	NativeHistogramMinBucketFactor float64 `yaml:"native_histogram_min_bucket_factor,omitempty"`
 	ConvertClassicHistogramsToNHCB *bool   `yaml:"convert_classic_histograms_to_nhcb,omitempty"`

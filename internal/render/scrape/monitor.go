@@ -379,6 +379,7 @@ func (g *generator) finishJob(job *scrapeJob, mc *monitorContext, userMetric []*
 	if len(metric) > 0 {
 		job.MetricRelabelConfigs = metric
 	}
+	g.gateJob(job)
 }
 
 // fieldPath joins a field path and a child field; parent is empty for fields at the top of a

@@ -91,7 +91,10 @@ type Verdict struct {
 	Generation int64
 	Accepted   bool
 	Reason     string // CamelCase machine reason when rejected, see the Reason* constants
-	Message    string // human sentence naming the endpoint index and the field
+	// Message is a human sentence naming the endpoint index and the field; for an accepted
+	// object, what its jobs leave out because the Prometheus's spec.version does not know it
+	// (empty when nothing is).
+	Message string
 	// UID is the object's: a verdict names one object, not whatever has its name now
 	// (the bindings writer compares verdicts to know what it already wrote).
 	UID types.UID
@@ -127,6 +130,9 @@ type Result struct {
 	// DiscoverNodes is true when Prometheus must read Nodes: an accepted ScrapeConfig discovers
 	// them (role Node), or a monitor attaches node metadata to its targets (attachMetadata.node).
 	DiscoverNodes bool
+	// Warnings name the keys of the global section left out because the Prometheus's
+	// spec.version does not know them, as the existing operator leaves them out.
+	Warnings []string
 }
 
 // Reasons a monitor is rejected with (Verdict.Reason).
@@ -242,7 +248,7 @@ func generate(in Input) (*Result, error) {
 
 	monitors := g.monitors(in, cache, order)
 	cache.monitors = len(monitors)
-	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)+in.MoreVerdicts), Groups: slices.Grow(cache.scratch.groups[:0], len(monitors)+1), Head: g.globalYAML, Tail: tail}
+	res := &Result{Verdicts: make([]Verdict, 0, len(monitors)+in.MoreVerdicts), Groups: slices.Grow(cache.scratch.groups[:0], len(monitors)+1), Head: g.globalYAML, Tail: tail, Warnings: g.warnings}
 	defer func() { cache.scratch.groups = res.Groups[:0] }()
 	chosen := cache.scratch.chosen[:0] // by verdict; nil for duplicates
 	defer func() {
@@ -340,7 +346,7 @@ func generate(in Input) (*Result, error) {
 			v.Reason, v.Message = e.rej.reason, e.rej.message
 			continue
 		}
-		v.Accepted = true
+		v.Accepted, v.Message = true, e.warning
 		size += e.size
 		if e.size > 0 {
 			res.Groups = append(res.Groups, Group{Key: e.key, Packed: e.packed, Size: e.size, CRC: e.crc, KeyHash: e.keyHash})
