@@ -1,5 +1,5 @@
 // Command tools builds (or finds cached) the binaries the tests and the demo
-// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen] [helm] [node] [thanos]
+// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus (and promtool)] [alertmanager] [controller-gen] [helm] [node] [thanos]
 // (default: controlplane prometheus alertmanager helm). `make demo` asks only for
 // what the demo runs; `make tools` (and so `make test`) for everything.
 package main
@@ -20,7 +20,7 @@ func main() {
 	defer stop()
 	sets := map[string][]controlplane.Tool{
 		"controlplane":   controlplane.ControlPlaneTools,
-		"prometheus":     {controlplane.Prometheus},
+		"prometheus":     {controlplane.Prometheus, controlplane.Promtool},
 		"alertmanager":   controlplane.AlertmanagerTools,
 		"controller-gen": {controlplane.ControllerGen},
 		"helm":           {controlplane.Helm},

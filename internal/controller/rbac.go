@@ -160,15 +160,16 @@ var CRDNames = []string{
 
 // Suffix is f in the names of the roles that hold its rules.
 func (f Feature) Suffix() string {
+	// A word starts at an upper-case letter after a lower-case one, so
+	// InstallCRDs is install-crds and GenerateRBAC generate-rbac.
 	var b strings.Builder
-	for i, r := range string(f) {
-		if unicode.IsUpper(r) {
-			if i > 0 {
-				b.WriteByte('-')
-			}
-			r = unicode.ToLower(r)
+	prev := rune(0)
+	for _, r := range string(f) {
+		if unicode.IsUpper(r) && unicode.IsLower(prev) {
+			b.WriteByte('-')
 		}
-		b.WriteRune(r)
+		b.WriteRune(unicode.ToLower(r))
+		prev = r
 	}
 	return b.String()
 }

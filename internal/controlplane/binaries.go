@@ -65,6 +65,10 @@ var (
 		LDFlags: "-X k8s.io/component-base/version.gitVersion=" + KubernetesVersion}
 	Prometheus = Tool{Name: "prometheus", Module: "prometheus", Version: PrometheusVersion,
 		Package: "github.com/prometheus/prometheus/cmd/prometheus", Estimate: "9 min"}
+	// Promtool runs the rule unit tests of the operator's own alerts: its
+	// test logic lives in a main package, which cannot be imported.
+	Promtool = Tool{Name: "promtool", Module: "prometheus", Version: PrometheusVersion,
+		Package: "github.com/prometheus/prometheus/cmd/promtool", Estimate: "3 min"}
 	Alertmanager = Tool{Name: "alertmanager", Module: "alertmanager", Version: AlertmanagerVersion,
 		Package: "github.com/prometheus/alertmanager/cmd/alertmanager", Estimate: "3 min",
 		LDFlags: "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(AlertmanagerVersion, "v")}
