@@ -80,6 +80,7 @@ func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error
 func volumes(am *monitoringv1.Alertmanager) []corev1.Volume {
 	vols := workload.ConfigVolumes(volConfig, ConfigSecretName(am.Name), WebConfigSecretName(am.Name), dataVolumeName(am), am.Spec.Storage)
 	vols = append(vols, workload.UserVolumes(am.Spec.Secrets, am.Spec.ConfigMaps)...)
+	vols = append(vols, clusterTLSVolumes(am)...)
 	if t := webTLS(am); t != nil {
 		if v := workload.WebTLSVolume(volWebTLS, t); v != nil {
 			vols = append(vols, *v)
@@ -107,6 +108,7 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager) corev1.Container {
 	if t := webTLS(am); t != nil && workload.WebTLSVolume(volWebTLS, t) != nil {
 		mounts = append(mounts, corev1.VolumeMount{Name: volWebTLS, MountPath: webTLSDir, ReadOnly: true})
 	}
+	mounts = append(mounts, clusterTLSMounts(am)...)
 	mounts = append(mounts, am.Spec.VolumeMounts...)
 	// The mesh ports are declared whether or not the replicas gossip, as the existing
 	// operator does (the governing Service names them).
@@ -240,6 +242,9 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 	}
 	if s.ExternalURL != "" {
 		args = append(args, "--web.external-url="+s.ExternalURL)
+	}
+	if s.ClusterTLS != nil {
+		args = append(args, "--cluster.tls-config="+clusterTLSConfigDir+"/"+ClusterTLSConfigKey)
 	}
 	if !clustered(am) {
 		// An empty listen address turns gossip off: a single replica has nobody to talk to.
