@@ -198,3 +198,39 @@ func TestAlertmanagerConfigsAreMergedInTheExistingOperatorsOrder(t *testing.T) {
 		t.Errorf("want team-a/x before team/x ('-' < '/'):\n%s", res.Config)
 	}
 }
+
+// Before v0.22 Alertmanager reads no matchers lists: an AlertmanagerConfig's matchers
+// become match and match_re, and a negative one, which has no such form, is refused.
+func TestMatchersBecomeMatchMapsBeforeV022(t *testing.T) {
+	spec := func(mt monitoringv1alpha1.MatchType) monitoringv1alpha1.AlertmanagerConfigSpec {
+		return monitoringv1alpha1.AlertmanagerConfigSpec{
+			Route: &monitoringv1alpha1.Route{Receiver: "x", Matchers: []monitoringv1alpha1.Matcher{
+				{Name: "severity", Value: "page", MatchType: mt}, {Name: "service", Value: "api|web", MatchType: monitoringv1alpha1.MatchRegexp}}},
+			Receivers: []monitoringv1alpha1.Receiver{{Name: "x"}},
+			InhibitRules: []monitoringv1alpha1.InhibitRule{{
+				SourceMatch: []monitoringv1alpha1.Matcher{{Name: "severity", Value: "critical"}},
+				TargetMatch: []monitoringv1alpha1.Matcher{{Name: "severity", Value: "warning"}},
+			}},
+		}
+	}
+	in := baseInput("", amc("team", "a", spec(monitoringv1alpha1.MatchEqual)), amc("team", "b", spec(monitoringv1alpha1.MatchNotEqual)))
+	in.Alertmanager.Spec.Version = "v0.21.0"
+	res, err := Generate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Verdicts[0].Accepted || res.Verdicts[1].Accepted || res.Verdicts[1].Reason != ReasonUnsupportedVersion {
+		t.Errorf("verdicts %+v, want team/a accepted and team/b (severity!=page) refused", res.Verdicts)
+	}
+	cfg, err := amcfg.Load(string(res.Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Route.Routes[0]
+	if r.Match["severity"] != "page" || r.Match["namespace"] != "team" || r.MatchRE["service"].String() != "^(?:api|web)$" || strings.Contains(string(res.Config), "matchers") {
+		t.Errorf("want match/match_re only:\n%s", res.Config)
+	}
+	if ir := cfg.InhibitRules[0]; ir.SourceMatch["severity"] != "critical" || ir.TargetMatch["namespace"] != "team" {
+		t.Errorf("inhibit rule: %+v", ir)
+	}
+}

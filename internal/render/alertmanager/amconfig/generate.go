@@ -146,6 +146,12 @@ func Generate(in Input) (*Result, error) {
 			verdicts[i].reject(err)
 			continue
 		}
+		if !version.AtLeast(sinceMatchers.Major, sinceMatchers.Minor) {
+			if err := toV1Matchers(p); err != nil {
+				verdicts[i].reject(err)
+				continue
+			}
+		}
 		if len(r.dropped) > 0 {
 			verdicts[i].Reason, verdicts[i].Message = ReasonFieldsDropped, droppedMessage(version, r.dropped)
 		}
