@@ -43,9 +43,17 @@ func statefulSet(am *monitoringv1.Alertmanager, opts Options) (*appsv1.StatefulS
 		return nil, err
 	}
 	sts := podFields(am).StatefulSet(ownedMeta(am, StatefulSetName(am.Name)), Replicas(am), SelectorLabels(am.Name),
-		map[string]string{LabelAlertmanager: am.Name}, GoverningServiceName(am), containerAlertmanager, dataVolumeName(am), spec)
+		map[string]string{LabelAlertmanager: am.Name, labelVersion: versionLabel(am)}, GoverningServiceName(am), containerAlertmanager, dataVolumeName(am), spec)
 	sts.Spec.PersistentVolumeClaimRetentionPolicy = am.Spec.PersistentVolumeClaimRetentionPolicy
 	return sts, nil
+}
+
+// labelVersion on the pods is the Alertmanager release they run, as the existing
+// operator labels them.
+const labelVersion = "app.kubernetes.io/version"
+
+func versionLabel(am *monitoringv1.Alertmanager) string {
+	return strings.TrimPrefix(version(am).Tag(), "v")
 }
 
 func dataVolumeName(am *monitoringv1.Alertmanager) string {
