@@ -103,6 +103,7 @@ func TestKubePrometheusStacksAlertmanagerIsTakenOver(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", what, got, want)
 		}
 	}
+	equal("pod version label", sts.Spec.Template.Labels["app.kubernetes.io/version"], "0.34.0")
 	equal("serviceAccountName", pod.ServiceAccountName, "kps-kube-prometheus-stack-alertmanager")
 	equal("automountServiceAccountToken", *pod.AutomountServiceAccountToken, true)
 	sc := pod.SecurityContext

@@ -34,8 +34,9 @@ const (
 
 // Defaults and fixed names.
 const (
-	// DefaultVersion is the Alertmanager version deployed when spec.version is empty.
-	DefaultVersion = "v0.31.1"
+	// DefaultVersion is the Alertmanager version deployed when spec.version is empty: the
+	// existing operator's, so that a switch does not roll the pods back to an older release.
+	DefaultVersion = "v0.33.1"
 	// DefaultBaseImage is the image deployed, tagged with the version, when neither
 	// spec.image nor spec.baseImage is set.
 	DefaultBaseImage = "quay.io/prometheus/alertmanager"

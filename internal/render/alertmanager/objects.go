@@ -60,6 +60,13 @@ func Objects(am *monitoringv1.Alertmanager, opts Options) ([]Object, error) {
 			Data:       map[string][]byte{WebConfigSecretKey: web},
 		},
 	}
+	if am.Spec.ClusterTLS != nil {
+		file, err := clusterTLSFile(am)
+		if err != nil {
+			return nil, fmt.Errorf("render Alertmanager %s/%s: %w", am.Namespace, am.Name, err)
+		}
+		out = append(out, clusterTLSSecret(am, file))
+	}
 	// A custom spec.serviceName names a Service the user provides, as with
 	// prometheus-operator: Lookout does not create it.
 	if am.Spec.ServiceName == nil || *am.Spec.ServiceName == "" {

@@ -43,9 +43,17 @@ func statefulSet(am *monitoringv1.Alertmanager, opts Options) (*appsv1.StatefulS
 		return nil, err
 	}
 	sts := podFields(am).StatefulSet(ownedMeta(am, StatefulSetName(am.Name)), Replicas(am), SelectorLabels(am.Name),
-		map[string]string{LabelAlertmanager: am.Name}, GoverningServiceName(am), containerAlertmanager, dataVolumeName(am), spec)
+		map[string]string{LabelAlertmanager: am.Name, labelVersion: versionLabel(am)}, GoverningServiceName(am), containerAlertmanager, dataVolumeName(am), spec)
 	sts.Spec.PersistentVolumeClaimRetentionPolicy = am.Spec.PersistentVolumeClaimRetentionPolicy
 	return sts, nil
+}
+
+// labelVersion on the pods is the Alertmanager release they run, as the existing
+// operator labels them.
+const labelVersion = "app.kubernetes.io/version"
+
+func versionLabel(am *monitoringv1.Alertmanager) string {
+	return strings.TrimPrefix(version(am).Tag(), "v")
 }
 
 func dataVolumeName(am *monitoringv1.Alertmanager) string {
@@ -80,6 +88,7 @@ func podSpec(am *monitoringv1.Alertmanager, opts Options) (corev1.PodSpec, error
 func volumes(am *monitoringv1.Alertmanager) []corev1.Volume {
 	vols := workload.ConfigVolumes(volConfig, ConfigSecretName(am.Name), WebConfigSecretName(am.Name), dataVolumeName(am), am.Spec.Storage)
 	vols = append(vols, workload.UserVolumes(am.Spec.Secrets, am.Spec.ConfigMaps)...)
+	vols = append(vols, clusterTLSVolumes(am)...)
 	if t := webTLS(am); t != nil {
 		if v := workload.WebTLSVolume(volWebTLS, t); v != nil {
 			vols = append(vols, *v)
@@ -107,6 +116,7 @@ func alertmanagerContainer(am *monitoringv1.Alertmanager) corev1.Container {
 	if t := webTLS(am); t != nil && workload.WebTLSVolume(volWebTLS, t) != nil {
 		mounts = append(mounts, corev1.VolumeMount{Name: volWebTLS, MountPath: webTLSDir, ReadOnly: true})
 	}
+	mounts = append(mounts, clusterTLSMounts(am)...)
 	mounts = append(mounts, am.Spec.VolumeMounts...)
 	// The mesh ports are declared whether or not the replicas gossip, as the existing
 	// operator does (the governing Service names them).
@@ -240,6 +250,9 @@ func generatedArgs(am *monitoringv1.Alertmanager) []string {
 	}
 	if s.ExternalURL != "" {
 		args = append(args, "--web.external-url="+s.ExternalURL)
+	}
+	if s.ClusterTLS != nil {
+		args = append(args, "--cluster.tls-config="+clusterTLSConfigDir+"/"+ClusterTLSConfigKey)
 	}
 	if !clustered(am) {
 		// An empty listen address turns gossip off: a single replica has nobody to talk to.

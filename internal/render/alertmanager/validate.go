@@ -117,8 +117,18 @@ func validateFlags(am *monitoringv1.Alertmanager) *workload.SpecError {
 
 func validateUnsupported(am *monitoringv1.Alertmanager) *workload.SpecError {
 	s := &am.Spec
-	if s.ClusterTLS != nil {
-		return workload.Unsupported("spec.clusterTLS", "mutual TLS between the replicas is not generated; remove the field")
+	if ct := s.ClusterTLS; ct != nil {
+		if !atLeast(version(am), sinceClusterTLS) {
+			return workload.Invalid("spec.clusterTLS", "Alertmanager %s has no --cluster.tls-config (it arrived in %s): its replicas would gossip in plain text", version(am).Tag(), sinceClusterTLS.Tag())
+		}
+		// Client certificates are what mutual TLS between the replicas is for: no
+		// probe reaches the mesh port, so every clientAuthType is fine there.
+		if err := ct.ServerTLS.Validate(); err != nil {
+			return workload.Invalid("spec.clusterTLS.server", "%v", err)
+		}
+		if err := ct.ClientTLS.Validate(); err != nil {
+			return workload.Invalid("spec.clusterTLS.client", "%v", err)
+		}
 	}
 	if err := workload.CheckWebTLS("spec.web.tlsConfig", webTLS(am)); err != nil {
 		return err

@@ -131,7 +131,9 @@ func Generate(in Input) (*Result, error) {
 		return isGlobal(am, c)
 	})
 	slices.SortFunc(configs, func(a, b *monitoringv1alpha1.AlertmanagerConfig) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		// By "namespace/name" as one string, the existing operator's order ("team/x"
+		// after "team-a/x").
+		return cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	verdicts := make([]Verdict, len(configs))
 	pieces := make([]*piece, len(configs))
@@ -143,6 +145,12 @@ func Generate(in Input) (*Result, error) {
 		if err != nil {
 			verdicts[i].reject(err)
 			continue
+		}
+		if !version.AtLeast(sinceMatchers.Major, sinceMatchers.Minor) {
+			if err := toV1Matchers(p); err != nil {
+				verdicts[i].reject(err)
+				continue
+			}
 		}
 		if len(r.dropped) > 0 {
 			verdicts[i].Reason, verdicts[i].Message = ReasonFieldsDropped, droppedMessage(version, r.dropped)
@@ -271,7 +279,10 @@ func globalDocument(in Input, newRefs func(ns string) *refs) (*yaml3.Node, map[s
 	if err != nil {
 		return fail(err)
 	}
-	p.route.Continue = false
+	p.route.Continue = false // set for every merged AlertmanagerConfig, not the top route
+	if g.Spec.Route.Continue {
+		return fail(reject(ReasonInvalidRoute, "spec.route.continue: the global AlertmanagerConfig's route is the top route, which cannot continue"))
+	}
 	var doc yaml.MapSlice
 	ac := am.Spec.AlertmanagerConfiguration
 	r := newRefs(am.Namespace)
@@ -299,8 +310,11 @@ func globalDocument(in Input, newRefs func(ns string) *refs) (*yaml3.Node, map[s
 		if err != nil {
 			return fail(err)
 		}
-		if name == alertmanager.ConfigSecretKey || name == alertmanager.UserConfigKey || files[name] != nil {
+		if name == alertmanager.ConfigSecretKey || name == alertmanager.UserConfigKey {
 			return fail(reject(ReasonInvalidReceiver, "%s: the template file name %q is taken", field, name))
+		}
+		if files[name] != nil {
+			continue // the first template of a file name wins, as with the existing operator
 		}
 		if files == nil {
 			files = map[string][]byte{}
@@ -318,7 +332,7 @@ func globalDocument(in Input, newRefs func(ns string) *refs) (*yaml3.Node, map[s
 		doc = append(doc, yaml.MapItem{Key: "inhibit_rules", Value: p.inhibitRules})
 	}
 	if len(p.timeIntervals) > 0 {
-		doc = append(doc, yaml.MapItem{Key: "time_intervals", Value: p.timeIntervals})
+		doc = append(doc, yaml.MapItem{Key: "mute_time_intervals", Value: p.timeIntervals})
 	}
 	if len(templates) > 0 {
 		doc = append(doc, yaml.MapItem{Key: "templates", Value: templates})
@@ -371,7 +385,7 @@ func assemble(base *yaml3.Node, pieces []*piece) ([]byte, error) {
 	for _, l := range []struct {
 		key   string
 		items []any
-	}{{"receivers", receivers}, {"time_intervals", intervals}, {"inhibit_rules", inhibits}} {
+	}{{"receivers", receivers}, {"mute_time_intervals", intervals}, {"inhibit_rules", inhibits}} {
 		if err := extendList(doc, l.key, l.items, false); err != nil {
 			return nil, err
 		}
@@ -392,6 +406,12 @@ func convertConfig(r *refs, c *monitoringv1alpha1.AlertmanagerConfig, scoped boo
 	prefix := c.Namespace + "/" + c.Name + "/"
 	p := &piece{}
 
+	// Without a route, nothing can reach the receivers or use the time intervals: only
+	// the inhibit rules are merged, as the existing operator does.
+	if c.Spec.Route == nil {
+		c = c.DeepCopy()
+		c.Spec.Receivers, c.Spec.MuteTimeIntervals = nil, nil
+	}
 	receivers := map[string]bool{}
 	for i := range c.Spec.Receivers {
 		rc := &c.Spec.Receivers[i]
@@ -441,7 +461,7 @@ func convertConfig(r *refs, c *monitoringv1alpha1.AlertmanagerConfig, scoped boo
 			return nil, err
 		}
 		if scoped {
-			rt.Matchers = append([]string{namespaceMatcher(c.Namespace)}, rt.Matchers...)
+			rt.Matchers = append(rt.Matchers, namespaceMatcher(c.Namespace))
 		}
 		rt.Continue = true
 		p.route = rt
@@ -458,8 +478,13 @@ func convertConfig(r *refs, c *monitoringv1alpha1.AlertmanagerConfig, scoped boo
 			return nil, err
 		}
 		if scoped {
-			out.SourceMatchers = append(out.SourceMatchers, namespaceMatcher(c.Namespace))
-			out.TargetMatchers = append(out.TargetMatchers, namespaceMatcher(c.Namespace))
+			// Not twice when the rule already matches on the namespace.
+			if m := namespaceMatcher(c.Namespace); !slices.Contains(out.SourceMatchers, m) {
+				out.SourceMatchers = append(out.SourceMatchers, m)
+			}
+			if m := namespaceMatcher(c.Namespace); !slices.Contains(out.TargetMatchers, m) {
+				out.TargetMatchers = append(out.TargetMatchers, m)
+			}
 		}
 		p.inhibitRules = append(p.inhibitRules, out)
 	}

@@ -10,26 +10,108 @@ import (
 	"github.com/prometheus/alertmanager/matcher/compat"
 	"github.com/prometheus/alertmanager/pkg/labels"
 	"github.com/prometheus/common/model"
+
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 // route is one entry of Alertmanager's routing tree; field order is the order written.
 type route struct {
-	Receiver            string   `yaml:"receiver,omitempty"`
-	GroupBy             []string `yaml:"group_by,omitempty"`
-	Matchers            []string `yaml:"matchers,omitempty"`
-	Continue            bool     `yaml:"continue,omitempty"`
-	GroupWait           string   `yaml:"group_wait,omitempty"`
-	GroupInterval       string   `yaml:"group_interval,omitempty"`
-	RepeatInterval      string   `yaml:"repeat_interval,omitempty"`
-	MuteTimeIntervals   []string `yaml:"mute_time_intervals,omitempty"`
-	ActiveTimeIntervals []string `yaml:"active_time_intervals,omitempty"`
-	Routes              []*route `yaml:"routes,omitempty"`
+	Receiver string   `yaml:"receiver,omitempty"`
+	GroupBy  []string `yaml:"group_by,omitempty"`
+	Matchers []string `yaml:"matchers,omitempty"`
+	// Match and MatchRE replace Matchers for Alertmanagers before v0.22.
+	Match               map[string]string `yaml:"match,omitempty"`
+	MatchRE             map[string]string `yaml:"match_re,omitempty"`
+	Continue            bool              `yaml:"continue,omitempty"`
+	GroupWait           string            `yaml:"group_wait,omitempty"`
+	GroupInterval       string            `yaml:"group_interval,omitempty"`
+	RepeatInterval      string            `yaml:"repeat_interval,omitempty"`
+	MuteTimeIntervals   []string          `yaml:"mute_time_intervals,omitempty"`
+	ActiveTimeIntervals []string          `yaml:"active_time_intervals,omitempty"`
+	Routes              []*route          `yaml:"routes,omitempty"`
 }
 
 type inhibitRule struct {
 	SourceMatchers []string `yaml:"source_matchers,omitempty"`
 	TargetMatchers []string `yaml:"target_matchers,omitempty"`
-	Equal          []string `yaml:"equal,omitempty"`
+	// The maps replace the matchers for Alertmanagers before v0.22.
+	SourceMatch   map[string]string `yaml:"source_match,omitempty"`
+	SourceMatchRE map[string]string `yaml:"source_match_re,omitempty"`
+	TargetMatch   map[string]string `yaml:"target_match,omitempty"`
+	TargetMatchRE map[string]string `yaml:"target_match_re,omitempty"`
+	Equal         []string          `yaml:"equal,omitempty"`
+}
+
+// sinceMatchers is the release that reads matchers, source_matchers and target_matchers
+// (and mute_time_intervals); before it, equality and regex matchers are written as the
+// match and match_re maps, as the existing operator does.
+var sinceMatchers = workload.Version{Minor: 22}
+
+// toV1Matchers rewrites p's matchers for an Alertmanager before v0.22; a negative matcher
+// has no such form and is refused.
+func toV1Matchers(p *piece) error {
+	if len(p.timeIntervals) > 0 {
+		return reject(ReasonUnsupportedVersion, "spec.muteTimeIntervals: requires Alertmanager v0.22.0 or later")
+	}
+	var walk func(r *route) error
+	walk = func(r *route) error {
+		var err error
+		if r.Match, r.MatchRE, err = v1Maps(r.Matchers); err != nil {
+			return err
+		}
+		r.Matchers = nil
+		if len(r.MuteTimeIntervals) > 0 || len(r.ActiveTimeIntervals) > 0 {
+			return reject(ReasonUnsupportedVersion, "time intervals on routes require Alertmanager v0.22.0 or later")
+		}
+		for _, c := range r.Routes {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if p.route != nil {
+		if err := walk(p.route); err != nil {
+			return err
+		}
+	}
+	for _, ir := range p.inhibitRules {
+		var err error
+		if ir.SourceMatch, ir.SourceMatchRE, err = v1Maps(ir.SourceMatchers); err != nil {
+			return err
+		}
+		if ir.TargetMatch, ir.TargetMatchRE, err = v1Maps(ir.TargetMatchers); err != nil {
+			return err
+		}
+		ir.SourceMatchers, ir.TargetMatchers = nil, nil
+	}
+	return nil
+}
+
+func v1Maps(matchers []string) (match, matchRE map[string]string, err error) {
+	for _, s := range matchers {
+		m, err := labels.ParseMatcher(s)
+		if err != nil {
+			return nil, nil, err
+		}
+		var dst *map[string]string
+		switch m.Type {
+		case labels.MatchEqual:
+			dst = &match
+		case labels.MatchRegexp:
+			dst = &matchRE
+		default:
+			return nil, nil, reject(ReasonUnsupportedVersion, "the matcher %s: negative matchers require Alertmanager v0.22.0 or later", s)
+		}
+		if *dst == nil {
+			*dst = map[string]string{}
+		}
+		if _, dup := (*dst)[m.Name]; dup {
+			return nil, nil, reject(ReasonUnsupportedVersion, "the matcher %s: two matchers on one label require Alertmanager v0.22.0 or later", s)
+		}
+		(*dst)[m.Name] = m.Value
+	}
+	return match, matchRE, nil
 }
 
 type timeInterval struct {
