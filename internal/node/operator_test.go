@@ -46,7 +46,7 @@ func TestTheNodeOverlayChangesOnlyTheOperatorsImagesAndPullPolicy(t *testing.T) 
 		}
 		return objs
 	}
-	base, overlay := render(filepath.Join(root, "config", "default")), render(dir)
+	base, overlay := render(filepath.Join(root, install.GeneratedRBACDir)), render(dir)
 	if len(base) != len(overlay) {
 		t.Errorf("the overlay renders %d objects, the base %d", len(overlay), len(base))
 	}
