@@ -283,9 +283,15 @@ type webhookMessage struct {
 	} `json:"alerts"`
 }
 
-func runAlertmanagerPods(t *testing.T, network *testhost.Network, ns, name string) *devenv.AlertmanagerPods {
+// runAlertmanagerPods runs the generated Alertmanager pods, with the binaries of
+// with (one set at most) instead of the usual ones.
+func runAlertmanagerPods(t *testing.T, network *testhost.Network, ns, name string, with ...devenv.Binaries) *devenv.AlertmanagerPods {
 	t.Helper()
-	pods, err := devenv.RunAlertmanagerPods(testCtx, k8s, cp, bins, network, ns, name, t.TempDir())
+	b := bins
+	if len(with) > 0 {
+		b = with[0]
+	}
+	pods, err := devenv.RunAlertmanagerPods(testCtx, k8s, cp, b, network, ns, name, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
