@@ -20,7 +20,7 @@ func main() {
 	defer stop()
 	sets := map[string][]controlplane.Tool{
 		"controlplane":   controlplane.ControlPlaneTools,
-		"prometheus":     {controlplane.Prometheus, controlplane.Promtool},
+		"prometheus":     {controlplane.Prometheus, controlplane.Promtool, controlplane.PrometheusLTS},
 		"alertmanager":   controlplane.AlertmanagerTools,
 		"controller-gen": {controlplane.ControllerGen},
 		"helm":           {controlplane.Helm},

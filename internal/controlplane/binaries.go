@@ -22,6 +22,9 @@ const (
 	EtcdVersion       = "v3.6.4"
 	KubernetesVersion = "v1.36.3"
 	PrometheusVersion = "v3.15.0"
+	// PrometheusLTSVersion is the v2 long-term-support release (its last module tag) whose
+	// config loader test/versions runs on what Lookout generates for a v2.53 Prometheus.
+	PrometheusLTSVersion = "v2.53.3"
 	// AlertmanagerVersion stays at v0.31.1: later module releases lack the
 	// web UI's assets.
 	AlertmanagerVersion  = "v0.31.1"
@@ -69,6 +72,9 @@ var (
 	// test logic lives in a main package, which cannot be imported.
 	Promtool = Tool{Name: "promtool", Module: "prometheus", Version: PrometheusVersion,
 		Package: "github.com/prometheus/prometheus/cmd/promtool", Estimate: "3 min"}
+	PrometheusLTS = Tool{Name: "prometheus", Module: "prometheus-lts", Version: PrometheusLTSVersion,
+		Package: "github.com/prometheus/prometheus/cmd/prometheus", Estimate: "8 min",
+		LDFlags: "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(PrometheusLTSVersion, "v")}
 	Alertmanager = Tool{Name: "alertmanager", Module: "alertmanager", Version: AlertmanagerVersion,
 		Package: "github.com/prometheus/alertmanager/cmd/alertmanager", Estimate: "3 min",
 		LDFlags: "-X github.com/prometheus/common/version.Version=" + strings.TrimPrefix(AlertmanagerVersion, "v")}
