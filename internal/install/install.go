@@ -215,6 +215,10 @@ func Args(o Options) []string {
 	} else {
 		args = append(args, manageRBACArg+"=false")
 	}
+	// Before the variants' arguments: an overlay appends its own after the base's.
+	if !o.NoSelfMonitoring {
+		args = append(args, "--self-monitoring")
+	}
 	if len(o.WatchNamespaces) > 0 {
 		args = append(args, "--namespaces="+strings.Join(o.WatchNamespaces, ","))
 	}
@@ -229,9 +233,6 @@ func Args(o Options) []string {
 	}
 	if o.WebhookConversion && !o.NoWebhook {
 		args = append(args, "--webhook-conversion")
-	}
-	if !o.NoSelfMonitoring {
-		args = append(args, "--self-monitoring")
 	}
 	if o.InstallCRDs {
 		args = append(args, "--install-crds")

@@ -66,7 +66,7 @@ func BenchmarkRuleFiringToReceiverNotified(b *testing.B) {
 	benchCreate(b, &monitoringv1.Prometheus{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.ns, Name: "bench"},
 		Spec: monitoringv1.PrometheusSpec{
-			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
+			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{ServiceMonitorSelector: selectsNoMonitor,
 				ScrapeInterval:       "1s",
 				ServiceDiscoveryRole: ptr.To(monitoringv1.EndpointSliceRole),
 			},

@@ -106,7 +106,7 @@ func TestAlertingNotifiesOnceThroughPeeredAlertmanagersThenANewReceiverThenTheRe
 	mustCreate(t, &monitoringv1.Prometheus{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
 		Spec: monitoringv1.PrometheusSpec{
-			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
+			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{ServiceMonitorSelector: selectsNoMonitor,
 				ScrapeInterval:       "1s",
 				ServiceDiscoveryRole: ptr.To(monitoringv1.EndpointSliceRole),
 			},

@@ -28,7 +28,7 @@ func TestTheRealPrometheusRunsTheSectionsTheSpecSets(t *testing.T) {
 	p := &monitoringv1.Prometheus{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
 		Spec: monitoringv1.PrometheusSpec{
-			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
+			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{ServiceMonitorSelector: selectsNoMonitor,
 				ScrapeInterval:     "1s",
 				EnableOTLPReceiver: ptr.To(true),
 				OTLP:               &monitoringv1.OTLPConfig{PromoteResourceAttributes: []string{"service.instance.id"}},

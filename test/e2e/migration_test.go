@@ -33,7 +33,7 @@ func TestADeletedRuleLeftByTheExistingOperatorDoesNotFireAfterTheSwitch(t *testi
 	p := &monitoringv1.Prometheus{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
 		Spec: monitoringv1.PrometheusSpec{
-			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{ScrapeInterval: "1s", Paused: true},
+			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{ServiceMonitorSelector: selectsNoMonitor, ScrapeInterval: "1s", Paused: true},
 			EvaluationInterval:     "1s",
 			RuleSelector:           &metav1.LabelSelector{MatchLabels: map[string]string{"team": "e2e-migration"}},
 		},

@@ -37,7 +37,7 @@ func TestRulesAreLoadedAlertsFireAndAnInvalidRuleIsRefusedOrRejectedAlone(t *tes
 	mustCreate(t, &monitoringv1.Prometheus{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
 		Spec: monitoringv1.PrometheusSpec{
-			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{ScrapeInterval: "1s"},
+			CommonPrometheusFields: monitoringv1.CommonPrometheusFields{ServiceMonitorSelector: selectsNoMonitor, ScrapeInterval: "1s"},
 			EvaluationInterval:     "1s",
 			RuleSelector:           &metav1.LabelSelector{MatchLabels: map[string]string{"team": "e2e"}},
 		},

@@ -233,3 +233,8 @@ func mustCreate(t *testing.T, obj client.Object) {
 		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
 	}
 }
+
+// selectsNoMonitor is the ServiceMonitor selector of a Prometheus that scrapes
+// nothing but has its config managed: without any monitor selector, Lookout (as
+// prometheus-operator) leaves the config Secret to the user.
+var selectsNoMonitor = &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.lookout.dev/selects": "nothing"}}

@@ -35,7 +35,7 @@ func TestAThanosRulerEvaluatesAgainstPrometheusAndAlertsThroughAlertmanager(t *t
 
 	// The query endpoint: a Prometheus the operator generates, with the Thanos sidecar.
 	mustCreate(t, &monitoringv1.Prometheus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "query"},
-		Spec: monitoringv1.PrometheusSpec{Thanos: &monitoringv1.ThanosSpec{ObjectStorageConfig: objstore}}})
+		Spec: monitoringv1.PrometheusSpec{CommonPrometheusFields: monitoringv1.CommonPrometheusFields{ServiceMonitorSelector: selectsNoMonitor}, Thanos: &monitoringv1.ThanosSpec{ObjectStorageConfig: objstore}}})
 	promHost, err := network.NewHost()
 	if err != nil {
 		t.Fatal(err)

@@ -72,7 +72,7 @@ func TestTheHelmChartLintsAndItsTemplatesApplyWithAServerSideDryRun(t *testing.T
 		set  []string
 	}{
 		{"defaults", nil},
-		{"watching two namespaces, with extra flags", []string{"--set", "namespaces={team-a,team-b}", "--set", "extraArgs={--log-level=debug}"}},
+		{"watching two namespaces, with extra flags", []string{"--set", "namespaces={default,kube-public}", "--set", "extraArgs={--log-level=debug}"}},
 		{"webhook, self-monitoring and network policy off, one replica", []string{"--set", "webhook.enabled=false", "--set", "selfMonitoring.enabled=false", "--set", "networkPolicy.enabled=false", "--set", "replicas=1"}},
 		{"CRDs left to the user, conversion on, egress limited to the apiserver", []string{"--set", "crds.install=false", "--set", "webhook.conversion=true", "--set", "networkPolicy.apiServerPorts={6443,16443}", "--set", "networkPolicy.apiServerCIDRs={10.0.0.1/32}"}},
 		{"a second release with its own name, pull secrets, pod labels and a priority class", []string{"--set", "fullnameOverride=lookout-b", "--set", "imagePullSecrets[0].name=regcred", "--set", "image.pullPolicy=IfNotPresent",
@@ -83,7 +83,7 @@ func TestTheHelmChartLintsAndItsTemplatesApplyWithAServerSideDryRun(t *testing.T
 			args := append([]string{"template", "lookout", install.ChartDir, "--namespace", install.DefaultNamespace}, c.set...)
 			manifests := runTool(t, nil, helm, args...)
 			expectApplied(t, manifests, dryRun(t, manifests))
-			if c.name == "watching two namespaces, with extra flags" && !strings.Contains(string(manifests), "--namespaces=team-a,team-b") {
+			if c.name == "watching two namespaces, with extra flags" && !strings.Contains(string(manifests), "--namespaces=default,kube-public") {
 				t.Errorf("the rendered Deployment does not pass --namespaces:\n%s", manifests)
 			}
 		})
