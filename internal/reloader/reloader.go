@@ -49,6 +49,9 @@ type event struct {
 	in              input
 	resourceVersion string
 	dir             string
+	// more holds the other files that changed in the same poll round as this
+	// one (evFile): they are applied together and reloaded once.
+	more []event
 }
 
 // document is one configuration document at run time: the main configuration or a
@@ -75,6 +78,9 @@ type Sidecar struct {
 	reloads *reloadLoop
 	docs    []*document
 	ready   atomic.Bool
+	// holdReload, while a poll round's files are applied, turns reload
+	// requests into reloadHeld: the round ends in one reload.
+	holdReload, reloadHeld bool
 }
 
 // NewSidecar validates o and prepares a Sidecar; Run starts it.
@@ -296,6 +302,19 @@ func (s *Sidecar) wake(now time.Time) {
 }
 
 func (s *Sidecar) handle(ev event, now time.Time) {
+	if ev.kind == evFile && len(ev.more) > 0 {
+		s.holdReload = true
+		for _, e := range append([]event{ev}, ev.more...) {
+			e.more = nil
+			s.handle(e, now)
+		}
+		s.holdReload = false
+		if s.reloadHeld {
+			s.reloadHeld = false
+			s.reloads.request()
+		}
+		return
+	}
 	if ev.kind == evDirsChanged {
 		s.log.Info("Watched directory changed", "dir", ev.dir)
 		s.reloads.request()
@@ -355,7 +374,7 @@ func (s *Sidecar) apply(d *document, in input) {
 	}
 	s.metrics.applied(d.name, in.source)
 	d.log.Info("Wrote the configuration", "path", d.output, "source", string(in.source), "hash", in.hash.String(), "bytes", len(out))
-	s.reloads.request()
+	s.requestReload()
 }
 
 // remove deletes the output of an absent piece, so that Prometheus stops loading it.
@@ -372,6 +391,16 @@ func (s *Sidecar) remove(d *document, in input) {
 		return
 	}
 	d.log.Info("Piece absent, removed its output", "path", d.output, "source", string(in.source))
+	s.requestReload()
+}
+
+// requestReload asks for a reload, or holds the request until the poll round
+// being applied is complete.
+func (s *Sidecar) requestReload() {
+	if s.holdReload {
+		s.reloadHeld = true
+		return
+	}
 	s.reloads.request()
 }
 
@@ -391,9 +420,10 @@ func (s *Sidecar) recordApplied(d *document, in input, present bool) {
 	}
 }
 
-// pollFiles polls every document's input file in one goroutine: files the kubelet
-// updates together are reported together, and the reload debounce sees them as one
-// burst.
+// pollFiles polls every document's input file in one goroutine: the files that
+// changed in one round (the kubelet updates a pod's volumes together) go out as one
+// event, applied together and reloaded once, however slowly a busy machine writes
+// them.
 func (s *Sidecar) pollFiles(ctx context.Context, events chan<- event) {
 	pollers := make([]*configPoller, len(s.docs))
 	for i, d := range s.docs {
@@ -402,13 +432,19 @@ func (s *Sidecar) pollFiles(ctx context.Context, events chan<- event) {
 	t := time.NewTicker(s.opts.WatchInterval)
 	defer t.Stop()
 	for {
+		var round []event
 		for i, p := range pollers {
 			if in, ok := p.poll(); ok {
-				select {
-				case events <- event{kind: evFile, doc: i, in: in}:
-				case <-ctx.Done():
-					return
-				}
+				round = append(round, event{kind: evFile, doc: i, in: in})
+			}
+		}
+		if len(round) > 0 {
+			ev := round[0]
+			ev.more = round[1:]
+			select {
+			case events <- ev:
+			case <-ctx.Done():
+				return
 			}
 		}
 		select {
