@@ -23,8 +23,11 @@ build: ## Build lookout and lookout-reloader into bin/
 images: ## OCI images of lookout and lookout-reloader (linux/amd64, linux/arm64) as OCI layout tarballs in _output/images, no container engine needed
 	$(GO) run ./hack/images -version '$(VERSION)' -commit '$(COMMIT)' -out _output/images
 
+# What the demo runs; make test needs these and helm, the kubelet and Thanos as well.
+DEMO_TOOLS := controlplane prometheus alertmanager
+
 tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, Prometheus, Alertmanager, amtool, helm and Thanos
-	$(GO) run ./hack/tools controlplane prometheus alertmanager helm node thanos
+	$(GO) run ./hack/tools $(DEMO_TOOLS) helm node thanos
 
 test: tools vet ## Unit, integration (real kube-apiserver) and end-to-end (real Prometheus) tests
 	@hack/check-no-leftovers.sh snapshot _output/processes-before-test
@@ -52,7 +55,8 @@ verify: manifests vet ## Regenerate everything and fail when the tree changed
 	@if [ -n "$$(git status --porcelain --untracked-files=all -- config charts)" ]; then git status --porcelain -- config charts; echo "verify: untracked generated files"; exit 1; fi
 	@echo "verify: tree is clean"
 
-demo: tools ## Start a local control plane with Lookout and an example, and explain how to explore it
+demo: ## Start a local control plane with Lookout and an example, and explain how to explore it (builds only the binaries it runs)
+	$(GO) run ./hack/tools $(DEMO_TOOLS) >/dev/null
 	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)'
 
 demo-node: tools ## The operator as a Deployment from its image (kustomize base) and its Prometheus, on a real kubelet (containerd, runc, CNI bridge); see docs/real-node.md

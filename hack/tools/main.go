@@ -1,6 +1,7 @@
 // Command tools builds (or finds cached) the binaries the tests and the demo
 // need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager] [controller-gen] [helm] [node] [thanos]
-// (default: controlplane prometheus alertmanager helm)
+// (default: controlplane prometheus alertmanager helm). `make demo` asks only for
+// what the demo runs; `make tools` (and so `make test`) for everything.
 package main
 
 import (
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
+	"time"
 
 	"github.com/lookout-operator/lookout/internal/controlplane"
 )
@@ -28,19 +31,61 @@ func main() {
 	if len(args) == 0 {
 		args = []string{"controlplane", "prometheus", "alertmanager", "helm"}
 	}
+	var tools []controlplane.Tool
 	for _, a := range args {
-		tools, ok := sets[a]
+		set, ok := sets[a]
 		if !ok {
 			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, controller-gen, helm, node or thanos)\n", a)
 			os.Exit(2)
 		}
-		for _, t := range tools {
-			p, err := t.Ensure(ctx, os.Stderr)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
-			fmt.Printf("%s\t%s\n", t.Name, p)
+		tools = append(tools, set...)
+	}
+	fmt.Fprintln(os.Stderr, coldEstimate(tools))
+	for _, t := range tools {
+		p, err := t.Ensure(ctx, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("%s\t%s\n", t.Name, p)
+	}
+}
+
+// coldEstimate says, before anything is built, how long building these binaries takes
+// on 2 cores from nothing, and how much of that is left with what is cached already:
+// a first run is mostly this wait, and a newcomer should know it at the start.
+func coldEstimate(tools []controlplane.Tool) string {
+	var all, left time.Duration
+	var missing []string
+	for _, t := range tools {
+		d := estimate(t)
+		all += d
+		if _, err := os.Stat(t.Path()); err != nil {
+			left += d
+			missing = append(missing, t.Name)
 		}
 	}
+	if len(missing) == 0 {
+		return fmt.Sprintf("tools: all %d binaries are cached in %s (a cold first run builds them from Go modules: about %s on 2 cores)",
+			len(tools), controlplane.CacheDir(), minutes(all))
+	}
+	return fmt.Sprintf("tools: building %s from Go modules, about %s on 2 cores (once; cached afterwards in %s)",
+		strings.Join(missing, ", "), minutes(left), controlplane.CacheDir())
+}
+
+// estimate parses a Tool's Estimate ("6 min", "20 s").
+func estimate(t controlplane.Tool) time.Duration {
+	s := strings.NewReplacer(" min", "m", " s", "s").Replace(t.Estimate)
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+func minutes(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("%d min", int(d.Round(time.Minute)/time.Minute))
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lookout-operator/lookout/internal/controlplane"
+)
+
+func TestTheColdEstimateCountsOnlyWhatIsNotCachedYet(t *testing.T) {
+	t.Setenv("LOOKOUT_CACHE", t.TempDir())
+	tools := []controlplane.Tool{controlplane.KubeAPIServer, controlplane.Prometheus, controlplane.ControllerGen}
+	for _, tool := range tools {
+		if estimate(tool) == 0 {
+			t.Fatalf("%s: estimate %q does not parse", tool.Name, tool.Estimate)
+		}
+	}
+	got := coldEstimate(tools)
+	if want := "building kube-apiserver, prometheus, controller-gen from Go modules, about 15 min"; !strings.Contains(got, want) {
+		t.Errorf("nothing cached:\n got %q\nwant it to contain %q", got, want)
+	}
+	cache(t, controlplane.Prometheus)
+	got = coldEstimate(tools)
+	if want := "building kube-apiserver, controller-gen from Go modules, about 6 min"; !strings.Contains(got, want) {
+		t.Errorf("Prometheus cached:\n got %q\nwant it to contain %q", got, want)
+	}
+	cache(t, controlplane.KubeAPIServer)
+	cache(t, controlplane.ControllerGen)
+	if got, want := coldEstimate(tools), "all 3 binaries are cached"; !strings.Contains(got, want) {
+		t.Errorf("all cached:\n got %q\nwant it to contain %q", got, want)
+	}
+}
+
+// cache puts an executable where tool's cached binary goes.
+func cache(t *testing.T, tool controlplane.Tool) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(tool.Path()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tool.Path(), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
