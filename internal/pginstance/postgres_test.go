@@ -141,6 +141,13 @@ func TestPostgresInitCloneStreamPromoteRewind(t *testing.T) {
 	if err := cb.QueryRow(ctx, "SELECT pg_promote(true, 60)").Scan(&ok); err != nil || !ok {
 		t.Fatalf("promote: %v %v", ok, err)
 	}
+	// As the manager does after a promotion: the checkpoint writes the new
+	// timeline into b's control file, which pg_rewind reads; without it a
+	// fast machine rewinds before the end-of-recovery checkpoint is done and
+	// finds both on the same timeline.
+	if _, err := cb.Exec(ctx, "CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ca.Exec(ctx, "INSERT INTO t VALUES (3)"); err != nil {
 		t.Fatal(err)
 	}

@@ -141,8 +141,17 @@ func (c *cluster) checkWrites(w *pgwriter.Writer, mark int) {
 		return false, fmt.Sprint(lastErr(rs))
 	})
 	records := w.Records()
-	rep, err := pgwriter.Check(context.Background(), c.connString(), records)
-	must(c.t, err)
+	// The check reads the table from whichever instance is primary; a busy
+	// machine can make one connect time out, so it is tried until it reads.
+	var rep pgwriter.Report
+	c.waitFor(60*time.Second, "the table read for the check", func() (bool, string) {
+		r, err := pgwriter.Check(context.Background(), c.connString(), records)
+		if err != nil {
+			return false, err.Error()
+		}
+		rep = r
+		return true, ""
+	})
 	c.t.Logf("writes so far: %s", rep)
 	if len(rep.Lost) > 0 {
 		c.t.Errorf("%d acknowledged writes lost: ids %v", len(rep.Lost), rep.Lost)
