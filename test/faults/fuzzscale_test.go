@@ -25,7 +25,7 @@ import (
 )
 
 // TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads: 10,000 generated
-// ServiceMonitors and PrometheusRules, valid and invalid mixed (bad regexes, bad ports,
+// ServiceMonitors and PrometheusRules, valid and invalid mixed (bad regexes, port patterns that do not compile,
 // missing Secrets, PromQL that does not parse), go through the operator binary on the real
 // apiserver. Whatever the apiserver admits gets a binding, every rejected one with a
 // reason; the generated config, pieces included, loads in Prometheus's config package; the
@@ -50,7 +50,7 @@ func TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads(t *testing.T) {
 			sm.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{SourceLabels: []monitoringv1.LabelName{"__address__"}, Regex: "(unclosed", Action: "keep"}}
 			valid = false
 		case 2:
-			sm.Spec.Endpoints[0].Port = "Bad_Port"
+			sm.Spec.Endpoints[0].Port = "web(" // the port is a regex of Service port names; this one does not compile
 			valid = false
 		case 3:
 			sm.Spec.Endpoints[0].BasicAuth = &monitoringv1.BasicAuth{
