@@ -304,7 +304,7 @@ func applyCRDs(cfg *rest.Config) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := crds.Apply(ctx, c, all, install.FieldOwner, 2*time.Minute); err != nil {
+	if err := crds.Apply(ctx, c, all, crds.FieldOwner, 2*time.Minute); err != nil {
 		return fmt.Errorf("--install-crds: %w", err)
 	}
 	ctrl.Log.Info("Applied the CRDs", "crds", len(all))

@@ -22,6 +22,12 @@ import (
 	"github.com/lookout-operator/lookout"
 )
 
+// FieldOwner is the field manager of the operator's --install-crds apply. It
+// is its own: a manager that applies the CRDs whole must not be the one that
+// applies only their spec.conversion (the webhook), or each apply would drop
+// the fields the other set.
+const FieldOwner = "lookout-crds"
+
 // Read parses every .yaml or .yml file in dir of fsys, sorted by file name.
 func Read(fsys fs.FS, dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	entries, err := fs.ReadDir(fsys, dir)

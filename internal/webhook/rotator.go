@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -74,30 +75,77 @@ func (r *rotator) check(ctx context.Context) error {
 // removes it): then the operator applies only the CA bundle, and the install's
 // next apply of a changed field (a timeout, a rule) meets no conflict with
 // it. Out of the cluster (URL), or when nothing shipped it, the operator
-// applies the whole configuration.
+// applies the whole configuration. The conversion is applied (or released)
+// even when the configuration fails: one does not wait on the other.
 func (r *rotator) applyConfiguration(ctx context.Context, caBundle []byte) error {
-	cfg := desiredConfiguration(r.opts, caBundle)
-	if r.opts.URL == "" {
-		var shipped admissionregistrationv1.ValidatingWebhookConfiguration
-		err := r.reader.Get(ctx, client.ObjectKey{Name: r.opts.ConfigurationName}, &shipped)
-		switch {
-		case err == nil && caBundle == nil:
-			cfg = nil // cert-manager's cainjector fills the bundle
-		case err == nil:
-			cfg = caBundleOnly(r.opts, &shipped, caBundle)
-		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("read ValidatingWebhookConfiguration %s: %w", r.opts.ConfigurationName, err)
-		}
-	}
-	if cfg != nil {
-		if err := r.client.Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("apply ValidatingWebhookConfiguration %s: %w", r.opts.ConfigurationName, err)
-		}
-	}
+	var conversion error
 	if !r.opts.Conversion {
-		return ReleaseConversion(ctx, r.client, r.reader, r.opts)
+		conversion = ReleaseConversion(ctx, r.client, r.reader, r.opts)
+	} else {
+		conversion = r.applyConversion(ctx, caBundle)
 	}
-	return r.applyConversion(ctx, caBundle)
+	return errors.Join(r.applyValidating(ctx, caBundle), conversion)
+}
+
+// applyValidating applies the ValidatingWebhookConfiguration (see applyConfiguration).
+func (r *rotator) applyValidating(ctx context.Context, caBundle []byte) error {
+	cfg := desiredConfiguration(r.opts, caBundle)
+	var shipped admissionregistrationv1.ValidatingWebhookConfiguration
+	err := r.reader.Get(ctx, client.ObjectKey{Name: r.opts.ConfigurationName}, &shipped)
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("read ValidatingWebhookConfiguration %s: %w", r.opts.ConfigurationName, err)
+	case err != nil:
+		// Nothing shipped it: the whole configuration.
+	case r.opts.URL != "":
+		// An operator run outside the cluster serves at a URL. A shipped
+		// configuration naming the in-cluster Service is pointed at it first:
+		// an apply adds the URL beside another owner's Service, which the
+		// apiserver refuses (a client config names exactly one).
+		if err := r.pointAtURL(ctx, &shipped); err != nil {
+			return err
+		}
+	case caBundle == nil:
+		cfg = nil // cert-manager's cainjector fills the bundle
+	default:
+		cfg = caBundleOnly(r.opts, &shipped, caBundle)
+	}
+	if cfg == nil {
+		return nil
+	}
+	if err := r.client.Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply ValidatingWebhookConfiguration %s: %w", r.opts.ConfigurationName, err)
+	}
+	return nil
+}
+
+// pointAtURL rewrites the Service references of a shipped configuration to the
+// operator's URL (kept: every other field and the CA bundle).
+func (r *rotator) pointAtURL(ctx context.Context, shipped *admissionregistrationv1.ValidatingWebhookConfiguration) error {
+	paths := map[string]string{}
+	for _, k := range r.opts.servedKinds() {
+		paths[k.webhookName()] = k.path()
+	}
+	base := shipped.DeepCopy()
+	changed := false
+	for i := range shipped.Webhooks {
+		w := &shipped.Webhooks[i]
+		path, ours := paths[w.Name]
+		if w.ClientConfig.Service == nil || !ours {
+			continue
+		}
+		url := strings.TrimSuffix(r.opts.URL, "/") + path
+		w.ClientConfig.Service, w.ClientConfig.URL = nil, &url
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	// A merge patch: the webhooks list is replaced whole, Service references gone.
+	if err := r.client.Patch(ctx, shipped, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("point ValidatingWebhookConfiguration %s at %s: %w", r.opts.ConfigurationName, r.opts.URL, err)
+	}
+	return nil
 }
 
 // syncCertificates makes the Secret hold a CA and a serving certificate

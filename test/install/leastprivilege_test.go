@@ -144,6 +144,16 @@ func startOperator(t *testing.T, cfg *rest.Config, namespaces []string, generate
 	if err := controller.Setup(mgr, controller.Options{Workers: 2, ReloaderImage: "lookout-reloader:test", NoRBAC: !generateRBAC}); err != nil {
 		t.Fatal(err)
 	}
+	// Every install variant passes --self-monitoring: the operator applies its
+	// ServiceMonitor, the reloaders' PodMonitor and its PrometheusRule, with the
+	// rights the install grants it.
+	if err := mgr.Add(install.SelfMonitoring{
+		Client:  mgr.GetClient(),
+		Options: install.Options{Namespace: install.DefaultNamespace, WatchNamespaces: namespaces},
+		Log:     ctrl.Log.WithName("self-monitoring"),
+	}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -252,6 +262,9 @@ func leastPrivilegeFlow(t *testing.T, watch []string, ns string, generateRBAC bo
 	bad.Spec.Endpoints[0].RelabelConfigs = []monitoringv1.RelabelConfig{{Action: "replace", Regex: "(unclosed", TargetLabel: "x"}}
 	rule := install.PrometheusRule(install.Options{Namespace: ns})
 	rule.Labels = nil
+	// Its own name: in the namespaced variant ns is the operator's namespace,
+	// where self-monitoring applies the install's rule as "lookout".
+	rule.Name = "lookout-alerts-copy"
 	am := &monitoringv1.Alertmanager{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
 		Spec:       monitoringv1.AlertmanagerSpec{AlertmanagerConfigSelector: all},

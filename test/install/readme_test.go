@@ -286,6 +286,12 @@ func runInstalledOperator(t *testing.T, cp *controlplane.ControlPlane, bin strin
 		t.Fatalf("the operator does not start with %q: %v", args, err)
 	}
 	t.Cleanup(op.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(op.LogPath)
+			t.Logf("operator log (%s):\n%s", op.LogPath, lastLines(string(log), 60))
+		}
+	})
 	ns := install.DefaultNamespace
 	err = wait.PollUntilContextTimeout(testCtx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, o := range []client.Object{
@@ -366,7 +372,7 @@ func applyOlderServiceMonitorCRD(t *testing.T, c client.Client) {
 			continue
 		}
 		delete(crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties, upgradedField)
-		if err := crds.Apply(testCtx, c, []*apiextensionsv1.CustomResourceDefinition{crd}, install.FieldOwner, time.Minute); err != nil {
+		if err := crds.Apply(testCtx, c, []*apiextensionsv1.CustomResourceDefinition{crd}, crds.FieldOwner, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -474,4 +480,10 @@ func createAlertmanagerConfig(t *testing.T, c client.Client) *corev1.Namespace {
 		}
 	}
 	return team
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
