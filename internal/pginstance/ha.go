@@ -571,7 +571,7 @@ func (m *Manager) takeOver(ctx context.Context, cfg *pgcontract.Config, lease *c
 		return nil
 	}
 	m.noteLease(taken)
-	m.log.Info("Took the lease", "reason", why)
+	m.log.Info("Took the lease", "write", time.Since(started).Round(time.Millisecond), "reason", why)
 	return m.promote(ctx, started)
 }
 
