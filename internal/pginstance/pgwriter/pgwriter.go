@@ -51,8 +51,8 @@ const Table = "lookout_writes"
 type Writer struct {
 	ConnString string
 	Interval   time.Duration
-	// Timeout bounds each write; a commit that waits longer for a
-	// synchronous standby is unknown.
+	// Timeout bounds each connect and each write; a commit that waits
+	// longer for a synchronous standby is unknown.
 	Timeout time.Duration
 	// FirstID: the ids written are FirstID+1, FirstID+2, ... (several
 	// writers into one table take blocks of their own).
@@ -98,15 +98,20 @@ func (w *Writer) Run(ctx context.Context) {
 		w.next++
 		r := Record{ID: w.next, Start: time.Now()}
 		w.mu.Unlock()
-		wctx, cancel := context.WithTimeout(ctx, w.Timeout)
+		// Connecting and writing have a Timeout each: a connect that spends
+		// most of it on a host that does not answer (a stopped primary
+		// first in the list) must not leave the write too little time.
 		if conn == nil || conn.IsClosed() {
-			c, err := pgx.Connect(wctx, w.ConnString)
+			cctx, cancel := context.WithTimeout(ctx, w.Timeout)
+			c, err := pgx.Connect(cctx, w.ConnString)
+			cancel()
 			if err != nil {
 				r.Outcome, r.Err = Failed, err.Error()
 			} else {
 				conn = c
 			}
 		}
+		wctx, cancel := context.WithTimeout(ctx, w.Timeout)
 		if r.Err == "" {
 			err := conn.QueryRow(wctx, `INSERT INTO `+Table+` (id) VALUES ($1)
 				RETURNING ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int, coalesce(host(inet_server_addr()), 'local')`,
