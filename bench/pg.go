@@ -39,7 +39,9 @@ type PGResult struct {
 	Faults map[string]PGFaultSummary `json:"faults"`
 	// Breakdown of the SIGKILL failovers: the median of each step.
 	KillBreakdown map[string]float64 `json:"sigkillBreakdownMedianSeconds"`
-	Runs          []PGRun            `json:"runs"`
+	// and of the switchovers' write pauses.
+	SwitchoverBreakdown map[string]float64 `json:"switchoverBreakdownMedianSeconds,omitempty"`
+	Runs                []PGRun            `json:"runs"`
 	// Error is why the runs stopped early, if they did.
 	Error string `json:"error,omitempty"`
 }
@@ -206,6 +208,15 @@ func pgRun(fr pgharness.FaultResult, load float64) PGRun {
 	fo := fr.Failovers[0]
 	run.Failover = fo.Duration().Seconds()
 	s := fr.Steps
+	if !s.HandingOver.IsZero() && !s.HandedOver.IsZero() && !s.Promoted.IsZero() {
+		run.Steps = map[string]float64{
+			"1 last ack → handing over":        s.HandingOver.Sub(fo.LastOld).Seconds(),
+			"2 checkpoint, shutdown, lease":    s.HandedOver.Sub(s.HandingOver).Seconds(),
+			"3 target catches up and promotes": s.Promoted.Sub(s.HandedOver).Seconds(),
+			"4 promoted → first ack":           fo.FirstNew.Sub(s.Promoted).Seconds(),
+		}
+		return run
+	}
 	if s.PrimaryLost.IsZero() || s.LeaseTaken.IsZero() || s.Promoted.IsZero() {
 		return run
 	}
@@ -225,13 +236,17 @@ func summarisePG(res *PGResult) {
 	res.Faults = map[string]PGFaultSummary{}
 	var loads []float64
 	steps := map[string][]float64{}
+	switchSteps := map[string][]float64{}
 	byFault := map[string][]PGRun{}
 	for _, r := range res.Runs {
 		byFault[r.Fault] = append(byFault[r.Fault], r)
 		loads = append(loads, r.LoadAvg1)
-		if r.Fault == pgharness.FaultKill {
-			for k, v := range r.Steps {
+		for k, v := range r.Steps {
+			switch r.Fault {
+			case pgharness.FaultKill:
 				steps[k] = append(steps[k], v)
+			case pgharness.FaultSwitchover:
+				switchSteps[k] = append(switchSteps[k], v)
 			}
 		}
 	}
@@ -253,10 +268,15 @@ func summarisePG(res *PGResult) {
 	if len(loads) > 0 {
 		res.LoadAvg1 = [3]float64{rank(loads, 0), rank(loads, 0.5), rank(loads, 1)}
 	}
-	res.KillBreakdown = map[string]float64{}
-	for k, v := range steps {
-		res.KillBreakdown[k] = rank(v, 0.5)
+	res.KillBreakdown, res.SwitchoverBreakdown = medians(steps), medians(switchSteps)
+}
+
+func medians(samples map[string][]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range samples {
+		out[k] = rank(v, 0.5)
 	}
+	return out
 }
 
 // rank is the nearest-rank percentile of samples (p 0: the least).

@@ -51,17 +51,8 @@ func pgTable(res PGResult) string {
 		fmt.Fprintf(&b, "| %s | %d | %.2f / %.2f / %.2f | %.1f / %.1f | %d | %d | %s |\n", name, s.Runs,
 			s.FailoverP50, s.FailoverP90, s.FailoverMax, s.FullStrengthP50, s.FullStrengthMax, s.Lost, s.SplitBrain, row.target)
 	}
-	if len(res.KillBreakdown) > 0 {
-		b.WriteString("\nWhere a SIGKILL failover's time goes (median of each step over the SIGKILL runs, from the new primary's log and the writer's):\n\n| step | median (s) |\n|---|---|\n")
-		keys := make([]string, 0, len(res.KillBreakdown))
-		for k := range res.KillBreakdown {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			fmt.Fprintf(&b, "| %s | %.2f |\n", k[2:], res.KillBreakdown[k])
-		}
-	}
+	breakdown(&b, "Where a SIGKILL failover's time goes (median of each step over the SIGKILL runs, from the new primary's log and the writer's)", res.KillBreakdown)
+	breakdown(&b, "Where a switchover's write pause goes (median of each step, from the two primaries' logs and the writer's)", res.SwitchoverBreakdown)
 	return b.String()
 }
 
@@ -99,4 +90,19 @@ switchover through the config Secret, as the controller writes it for the annota
 	b.WriteString(pgTable(res))
 	b.WriteString("\n" + pgDocEnd + "\n")
 	return b.String()
+}
+
+func breakdown(b *strings.Builder, title string, steps map[string]float64) {
+	if len(steps) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s:\n\n| step | median (s) |\n|---|---|\n", title)
+	keys := make([]string, 0, len(steps))
+	for k := range steps {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(b, "| %s | %.2f |\n", k[2:], steps[k])
+	}
 }

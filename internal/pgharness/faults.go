@@ -120,7 +120,8 @@ type FaultResult struct {
 	Report       pgwriter.Report
 	// Failovers are the timeline changes the writers saw since the fault.
 	Failovers []pgwriter.Failover
-	// Steps are the new primary's, from its log.
+	// Steps are the new primary's from its log (and, in a switchover,
+	// the old primary's handover).
 	Steps Steps
 	// Problems are lost writes, phantom writes and split brain: none may be.
 	Problems []string
@@ -143,5 +144,7 @@ func (c *Cluster) RunFault(f Fault) FaultResult {
 	}
 	r.Problems = problems(r.Report, r.Failovers)
 	r.Steps = readSteps(c.Insts[r.NewPrimary].LogPath(), r.Injected)
+	old := readSteps(c.Insts[r.OldPrimary].LogPath(), r.Injected)
+	r.Steps.HandingOver, r.Steps.HandedOver = old.HandingOver, old.HandedOver
 	return r
 }

@@ -19,6 +19,10 @@ type Steps struct {
 	LeaseWrite time.Duration
 	// Promoted: postgres left recovery and accepts writes.
 	Promoted time.Time
+	// HandingOver and HandedOver are the old primary's, in a switchover:
+	// it starts (checkpoint, shutdown) and has written the Lease for the
+	// target.
+	HandingOver, HandedOver time.Time
 }
 
 // readSteps reads the steps the manager logged at path after since (the
@@ -48,6 +52,10 @@ func readSteps(path string, since time.Time) Steps {
 			s.LeaseWrite, _ = time.ParseDuration(field(line, "write"))
 		case "Promoted":
 			s.Promoted = at
+		case "Switchover: handing over":
+			s.HandingOver = at
+		case "Switchover: lease handed over":
+			s.HandedOver = at
 		}
 	}
 	return s
