@@ -41,6 +41,10 @@ bench: tools ## Scale harness (not part of make test): cold start, change latenc
 	$(GO) run ./bench -scenario all -out docs/bench-results.json $(BENCH_FLAGS)
 .PHONY: bench
 
+bench-pg: ## PostgreSQL faults (not part of make test; as root): failover time, lost writes, split brain, back to full strength, switchover pause; see docs/benchmarks.md
+	$(GO) run ./bench -scenario pg $(BENCH_FLAGS)
+.PHONY: bench-pg
+
 manifests: ## Generate the monitoring.coreos.com CRDs into config/crd, PostgresCluster's into config/postgres/crd (and its deepcopy), then the install paths from internal/install
 	@rm -rf config/crd && mkdir -p config/crd
 	$$($(GO) run ./hack/tools controller-gen | cut -f2) crd:crdVersions=v1 \

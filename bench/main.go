@@ -40,11 +40,12 @@ type flags struct {
 	keep     bool
 	report   bool
 	hold     bool
+	pg       pgFlags
 }
 
 func main() {
 	var f flags
-	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2 or all")
+	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2, all (s1 and s2) or pg (PostgreSQL faults, as root)")
 	flag.StringVar(&f.out, "out", "docs/bench-results.json", "JSON results (merged by scenario); empty: do not write")
 	flag.StringVar(&f.doc, "doc", "docs/benchmarks.md", "markdown file whose \"Scale harness (make bench)\" section is rewritten; empty: do not write")
 	flag.StringVar(&f.profiles, "profiles", "bench/out/profiles", "directory for the operator's CPU and heap profiles, one subdirectory per scenario (the operator serves pprof on a loopback port); empty: do not profile")
@@ -54,6 +55,12 @@ func main() {
 	flag.BoolVar(&f.keep, "keep-logs", true, "keep the operator logs under _output/bench")
 	flag.BoolVar(&f.report, "report-only", false, "run nothing: print the table from -out and rewrite the -doc section")
 	flag.BoolVar(&f.hold, "hold", false, "create the scenario's objects, print the kubeconfig, and keep the control plane until interrupted, without starting the operator (to run it by hand)")
+	flag.IntVar(&f.pg.kills, "pg-kills", 20, "pg: SIGKILL runs")
+	flag.IntVar(&f.pg.runs, "pg-runs", 8, "pg: runs of each other fault (SIGSTOP, pod deleted, network cut, primary + replica killed)")
+	flag.IntVar(&f.pg.switchovers, "pg-switchovers", 5, "pg: planned switchovers")
+	flag.DurationVar(&f.pg.stop, "pg-stop", 30*time.Second, "pg: how long a SIGSTOP holds the primary at least")
+	flag.DurationVar(&f.pg.lease, "pg-lease", 5*time.Second, "pg: the primary's lease (leaderLeaseDurationSeconds)")
+	flag.StringVar(&f.pg.out, "pg-out", "docs/bench-pg-results.json", "pg: JSON results; empty: do not write")
 	flag.Parse()
 	if err := run(f); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -73,8 +80,9 @@ func run(f flags) error {
 		scenarios = []scenario{scenarioS2()}
 	case "all":
 		scenarios = []scenario{scenarioS2(), scenarioS1()}
+	case "pg":
 	default:
-		return fmt.Errorf("-scenario: want s1, s2 or all, got %q", f.scenario)
+		return fmt.Errorf("-scenario: want s1, s2, all or pg, got %q", f.scenario)
 	}
 
 	root, err := controlplane.RepoRoot()
@@ -98,6 +106,10 @@ func run(f flags) error {
 		if out, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build ./cmd/lookout: %v\n%s", err, out)
 		}
+	}
+
+	if f.scenario == "pg" {
+		return runPGScenario(ctx, f, root, bin, commit)
 	}
 
 	var results []Result
@@ -139,6 +151,44 @@ func run(f flags) error {
 			return err
 		}
 		logf("updated %s", path)
+	}
+	return nil
+}
+
+// runPGScenario runs the pg scenario (or, with -report-only, reads its
+// JSON), writes its JSON and rewrites its section of -doc.
+func runPGScenario(ctx context.Context, f flags, root, bin, commit string) error {
+	var res PGResult
+	var err error
+	if f.report {
+		if res, err = readPGJSON(absPath(root, f.pg.out)); err != nil {
+			return err
+		}
+	} else {
+		res, err = runPG(ctx, f.pg, bin)
+		if err != nil {
+			return fmt.Errorf("scenario pg: %w", err)
+		}
+		res.Commit, res.Date = commit, time.Now().UTC().Format(time.RFC3339)
+		if f.pg.out != "" {
+			path := absPath(root, f.pg.out)
+			if err := writePGJSON(path, res); err != nil {
+				return err
+			}
+			logf("wrote %s", path)
+		}
+	}
+	fmt.Println()
+	fmt.Println(pgTable(res))
+	if f.doc != "" {
+		path := absPath(root, f.doc)
+		if err := replaceDocSection(path, pgDocHeading, pgDocEnd, pgDocSection(res)); err != nil {
+			return err
+		}
+		logf("updated %s", path)
+	}
+	if res.Error != "" {
+		return fmt.Errorf("scenario pg stopped early: %s", res.Error)
 	}
 	return nil
 }

@@ -188,21 +188,26 @@ const (
 // writeDocSection replaces the harness's section of the markdown file (from
 // its heading to the end marker) or appends it.
 func writeDocSection(path string, rs []Result) error {
+	return replaceDocSection(path, docHeading, docEnd, docSection(rs))
+}
+
+// replaceDocSection replaces the section of the markdown file that starts at
+// heading and ends at the end marker with section, or appends section.
+func replaceDocSection(path, heading, end, section string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	doc := string(b)
-	section := docSection(rs)
-	if i := strings.Index(doc, docHeading); i >= 0 {
+	if i := strings.Index(doc, heading); i >= 0 {
 		rest := doc[i:]
-		j := strings.Index(rest, docEnd)
+		j := strings.Index(rest, end)
 		if j >= 0 {
 			// One blank line after the marker, however many there were: a rewrite
 			// changes nothing but the section.
-			rest = "\n" + strings.TrimLeft(rest[j+len(docEnd):], "\n")
-		} else if k := strings.Index(rest[len(docHeading):], "\n## "); k >= 0 {
-			rest = rest[len(docHeading)+k:]
+			rest = "\n" + strings.TrimLeft(rest[j+len(end):], "\n")
+		} else if k := strings.Index(rest[len(heading):], "\n## "); k >= 0 {
+			rest = rest[len(heading)+k:]
 		} else {
 			rest = "\n"
 		}

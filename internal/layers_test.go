@@ -66,6 +66,7 @@ var layers = []struct {
 	{"local runs: pods as processes, the demo's and the tests' environment, a real node", []string{
 		"internal/localpod",
 		"internal/devenv",
+		"internal/pgharness", // instance managers as pods, and their faults (test/pg, the bench)
 		"internal/node/...",
 	}},
 	{"programs and tests", []string{

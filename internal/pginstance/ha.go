@@ -219,7 +219,9 @@ func (m *Manager) switchover(ctx context.Context, cfg *pgcontract.Config, sw *pg
 	})
 	if err != nil {
 		m.log.Warn("Switchover: could not hand the lease over; the lease expires and the replicas elect", "err", err)
+		return nil
 	}
+	m.log.Info("Switchover: lease handed over", "target", target, "lsn", handover)
 	return nil
 }
 
@@ -571,7 +573,7 @@ func (m *Manager) takeOver(ctx context.Context, cfg *pgcontract.Config, lease *c
 		return nil
 	}
 	m.noteLease(taken)
-	m.log.Info("Took the lease", "reason", why)
+	m.log.Info("Took the lease", "write", time.Since(started).Round(time.Millisecond), "reason", why)
 	return m.promote(ctx, started)
 }
 

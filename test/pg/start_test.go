@@ -23,10 +23,10 @@ func TestANewClusterStreamsToTwoClones(t *testing.T) {
 	c := newCluster(t, 3, pgcontract.Config{Generation: 1, PostgresVersion: 15, Port: 5432,
 		LeaseDuration: pgcontract.Duration{Duration: 5 * time.Second}})
 	start := time.Now()
-	primary := c.waitHealthy(3 * time.Minute)
+	primary := c.WaitHealthy(3 * time.Minute)
 	t.Logf("3 instances ready %s after start; primary %s", time.Since(start).Round(time.Millisecond), primary)
 
-	st, err := c.status(primary)
+	st, err := c.Status(primary)
 	must(t, err)
 	var streaming []string
 	for _, r := range st.Replicas {
@@ -35,12 +35,12 @@ func TestANewClusterStreamsToTwoClones(t *testing.T) {
 		}
 	}
 	slices.Sort(streaming)
-	if want := without(c.names, primary); !slices.Equal(streaming, want) {
+	if want := slices.DeleteFunc(slices.Clone(c.Names), func(n string) bool { return n == primary }); !slices.Equal(streaming, want) {
 		t.Errorf("primary streams to %v, want %v", streaming, want)
 	}
 
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.connString())
+	conn, err := pgx.Connect(ctx, c.ConnString())
 	must(t, err)
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT slot_name FROM pg_replication_slots WHERE active ORDER BY slot_name`)
@@ -52,13 +52,13 @@ func TestANewClusterStreamsToTwoClones(t *testing.T) {
 	}
 	var owner string
 	must(t, conn.QueryRow(ctx, `SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'app'`).Scan(&owner))
-	if owner != c.user {
-		t.Errorf("database app is owned by %q, want %q", owner, c.user)
+	if owner != c.User {
+		t.Errorf("database app is owned by %q, want %q", owner, c.User)
 	}
-	must(t, pgwriter.Prepare(ctx, c.connString()))
+	must(t, pgwriter.Prepare(ctx, c.ConnString()))
 
-	for _, n := range c.names {
-		pod, err := clientset.CoreV1().Pods(c.ns).Get(ctx, n, metav1.GetOptions{})
+	for _, n := range c.Names {
+		pod, err := clientset.CoreV1().Pods(c.NS).Get(ctx, n, metav1.GetOptions{})
 		must(t, err)
 		want := pgcontract.RoleReplica
 		if n == primary {
@@ -68,7 +68,7 @@ func TestANewClusterStreamsToTwoClones(t *testing.T) {
 			t.Errorf("pod %s has role label %q, want %q", n, got, want)
 		}
 	}
-	resp, err := http.Get("http://" + c.insts[primary].host.IP + ":8008" + pgcontract.PathMetrics)
+	resp, err := http.Get("http://" + c.Insts[primary].Host.IP + ":8008" + pgcontract.PathMetrics)
 	must(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -77,14 +77,4 @@ func TestANewClusterStreamsToTwoClones(t *testing.T) {
 			t.Errorf("metrics of the primary lack %q", m)
 		}
 	}
-}
-
-func without(names []string, drop string) []string {
-	var out []string
-	for _, n := range names {
-		if n != drop {
-			out = append(out, n)
-		}
-	}
-	return out
 }

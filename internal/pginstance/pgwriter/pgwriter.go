@@ -35,7 +35,8 @@ type Record struct {
 	Outcome Outcome
 	// Start and End bound the attempt; End is when the outcome was known.
 	Start, End time.Time
-	// Timeline and Server are the primary's, for acknowledged writes.
+	// Timeline and Server are the primary's, for acknowledged writes
+	// (Server is "local" through a Unix socket).
 	Timeline int
 	Server   string
 	Err      string
@@ -50,9 +51,12 @@ const Table = "lookout_writes"
 type Writer struct {
 	ConnString string
 	Interval   time.Duration
-	// Timeout bounds each write; a commit that waits longer for a
-	// synchronous standby is unknown.
+	// Timeout bounds each connect and each write; a commit that waits
+	// longer for a synchronous standby is unknown.
 	Timeout time.Duration
+	// FirstID: the ids written are FirstID+1, FirstID+2, ... (several
+	// writers into one table take blocks of their own).
+	FirstID int64
 
 	mu      sync.Mutex
 	records []Record
@@ -84,6 +88,9 @@ func (w *Writer) Run(ctx context.Context) {
 			conn.Close(context.Background())
 		}
 	}()
+	w.mu.Lock()
+	w.next = max(w.next, w.FirstID)
+	w.mu.Unlock()
 	tick := time.NewTicker(w.Interval)
 	defer tick.Stop()
 	for ctx.Err() == nil {
@@ -91,18 +98,23 @@ func (w *Writer) Run(ctx context.Context) {
 		w.next++
 		r := Record{ID: w.next, Start: time.Now()}
 		w.mu.Unlock()
-		wctx, cancel := context.WithTimeout(ctx, w.Timeout)
+		// Connecting and writing have a Timeout each: a connect that spends
+		// most of it on a host that does not answer (a stopped primary
+		// first in the list) must not leave the write too little time.
 		if conn == nil || conn.IsClosed() {
-			c, err := pgx.Connect(wctx, w.ConnString)
+			cctx, cancel := context.WithTimeout(ctx, w.Timeout)
+			c, err := pgx.Connect(cctx, w.ConnString)
+			cancel()
 			if err != nil {
 				r.Outcome, r.Err = Failed, err.Error()
 			} else {
 				conn = c
 			}
 		}
+		wctx, cancel := context.WithTimeout(ctx, w.Timeout)
 		if r.Err == "" {
 			err := conn.QueryRow(wctx, `INSERT INTO `+Table+` (id) VALUES ($1)
-				RETURNING ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int, host(inet_server_addr())`,
+				RETURNING ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int, coalesce(host(inet_server_addr()), 'local')`,
 				r.ID).Scan(&r.Timeline, &r.Server)
 			switch {
 			case err == nil:
