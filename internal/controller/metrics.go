@@ -79,10 +79,12 @@ func countReconcileError(kind string, st *statusUpdate) {
 	}
 }
 
-// phaseTimer observes the phases of one reconcile.
+// phaseTimer observes the phases of one reconcile of a configFirst kind. A nil timer
+// observes nothing.
 type phaseTimer struct {
 	start, last time.Time
 	phases      []any // name, milliseconds, ... for the slow-reconcile log
+	notes       []any // what the kind adds to that log (its render cache's hits)
 }
 
 func startPhases() *phaseTimer {
@@ -92,11 +94,21 @@ func startPhases() *phaseTimer {
 
 // done records the time since the previous phase ended as phase.
 func (t *phaseTimer) done(phase string) {
+	if t == nil {
+		return
+	}
 	now := time.Now()
 	took := now.Sub(t.last)
 	reconcilePhaseSeconds.WithLabelValues(phase).Observe(took.Seconds())
 	t.phases = append(t.phases, phase+"Ms", took.Milliseconds())
 	t.last = now
+}
+
+// note adds keys and values to the slow-reconcile log.
+func (t *phaseTimer) note(kv ...any) {
+	if t != nil {
+		t.notes = append(t.notes, kv...)
+	}
 }
 
 // slowReconcile is how long a Prometheus reconcile may take before its phases are logged.
@@ -105,6 +117,10 @@ const slowReconcile = 250 * time.Millisecond
 // logIfSlow logs the phases of a reconcile that took slowReconcile or more: a change
 // waits that long for its configuration, and the log says where the time went.
 func (t *phaseTimer) logIfSlow(log logr.Logger, kv ...any) {
+	if t == nil {
+		return
+	}
+	kv = append(kv, t.notes...)
 	if took := time.Since(t.start); took >= slowReconcile {
 		log.Info("Slow reconcile", append(append(kv, "tookMs", took.Milliseconds()), t.phases...)...)
 	}
