@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/lookout-operator/lookout/internal/render"
 	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 // reconcilePhaseSeconds tells where a Prometheus reconcile spends its time.
@@ -128,12 +128,12 @@ func (t *phaseTimer) logIfSlow(log logr.Logger, kv ...any) {
 
 // recordConfigSize sets the configuration size metrics of p from the Secrets
 // just applied: the main config Secret and the scrape-config pieces.
-func recordConfigSize(p *monitoringv1.Prometheus, d *render.Desired) {
+func recordConfigSize(p *monitoringv1.Prometheus, objs []workload.Object) {
 	main := promrender.ConfigSecretName(p.Name)
 	piecePrefix := promrender.ConfigPieceSecretName(p.Name, 0)
 	piecePrefix = strings.TrimSuffix(piecePrefix, "0")
 	var bytes, pieces int
-	for _, o := range d.Objects {
+	for _, o := range objs {
 		s, ok := o.(*corev1.Secret)
 		if !ok {
 			continue
