@@ -34,7 +34,7 @@ func (alertmanagerKind) name() string                              { return moni
 func (alertmanagerKind) newObject() *monitoringv1.Alertmanager     { return &monitoringv1.Alertmanager{} }
 func (alertmanagerKind) paused(am *monitoringv1.Alertmanager) bool { return am.Spec.Paused }
 
-func (alertmanagerKind) render(ctx context.Context, g *gather.Cluster, opts Options, am *monitoringv1.Alertmanager) (*rendered, error) {
+func (alertmanagerKind) render(ctx context.Context, g *gather.Cluster, opts Options, am *monitoringv1.Alertmanager, _ *phaseTimer) (*rendered, error) {
 	in, err := g.Alertmanager(ctx, am)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (alertmanagerKind) render(ctx context.Context, g *gather.Cluster, opts Opti
 		selected[verdictKey(monitoringv1alpha1.AlertmanagerConfigKind, c.Namespace, c.Name)] = c
 	}
 	d, err := render.Alertmanager(in.Inputs)
-	out := &rendered{refs: in.Refs, selected: selected}
+	out := &rendered{refs: in.Refs, selected: indexed(selected)}
 	if err == nil {
 		out.objects, out.verdicts = d.Objects, d.Verdicts
 	}

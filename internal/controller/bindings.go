@@ -171,15 +171,10 @@ func indexed(m map[objectKey]client.Object) finder {
 // UID changed, and objects no longer selected. A reconcile that changes no
 // verdict reads and writes nothing here; one new monitor costs one patch,
 // not a walk over thousands of monitors.
-func (r *PrometheusReconciler) writeBindings(ctx context.Context, owner client.Object, verdicts []scrape.Verdict, selected finder) error {
-	mem := r.memoryOf(client.ObjectKeyFromObject(owner))
-	return writeBindings(ctx, r.Client, owner, &mem.bound, boundLists, verdicts, selected)
-}
-
-// writeBindings is the work of PrometheusReconciler.writeBindings for any workload
-// (owner): lists lists every object of the kinds it binds, bound is its memory of the
-// last successful write: the verdicts written, kept as the render returned them (a
-// render's verdicts are never changed afterwards).
+//
+// owner is any workload: lists lists every object of the kinds it binds (boundLists for a
+// Prometheus), bound is its memory of the last successful write: the verdicts written,
+// kept as the render returned them (a render's verdicts are never changed afterwards).
 func writeBindings(ctx context.Context, c client.Client, owner client.Object, bound *[]scrape.Verdict,
 	lists []func(context.Context, client.Reader) ([]boundObject, error), verdicts []scrape.Verdict, selected finder) error {
 	// The usual reconcile: the same verdicts, in the same order, on the same
@@ -342,10 +337,6 @@ type bindingPatch struct {
 // objects share one list; the writes go out from a bounded pool and every
 // failure is reported (an object deleted meanwhile is not one). The objects
 // themselves are never modified: they may be the informer cache's.
-func (r *PrometheusReconciler) syncBindings(ctx context.Context, p *monitoringv1.Prometheus, objects []boundObject, verdicts map[objectKey]verdict) error {
-	return syncBindings(ctx, r.Client, p, objects, verdicts)
-}
-
 func syncBindings(ctx context.Context, c client.Client, owner client.Object, objects []boundObject, verdicts map[objectKey]verdict) error {
 	return sendBindings(ctx, c, planBindings(owner, objects, verdicts))
 }

@@ -139,9 +139,9 @@ func TestBindingsArePatchedConcurrentlyAndEveryErrorIsReported(t *testing.T) {
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
-	r := &PrometheusReconciler{Client: c}
+	var bound []scrape.Verdict // the Prometheus's memory of its last write: none yet
 
-	err := r.writeBindings(context.Background(), p, verdicts, nil)
+	err := writeBindings(context.Background(), c, p, &bound, boundLists, verdicts, nil)
 	if err == nil {
 		t.Fatal("writeBindings succeeded although five patches failed")
 	}
@@ -291,7 +291,7 @@ func TestBindingWritesStopWhenTheContextIsDone(t *testing.T) {
 	}).Build()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := (&PrometheusReconciler{Client: c}).syncBindings(ctx, p, objects, verdicts)
+	err := syncBindings(ctx, c, p, objects, verdicts)
 	if err == nil || !strings.Contains(err.Error(), "40 status.bindings patches not sent") {
 		t.Errorf("got %v, want 40 patches reported as not sent", err)
 	}
@@ -324,7 +324,7 @@ func TestWriteBindingsVisitsOnlyWhatChangedAfterTheFirstWrite(t *testing.T) {
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
-	r := &PrometheusReconciler{Client: c}
+	var bound []scrape.Verdict // the Prometheus's memory of its last write, kept across reconciles
 	ctx := context.Background()
 	step := func(what string, wantLists, wantPatches int64) {
 		t.Helper()
@@ -339,7 +339,7 @@ func TestWriteBindingsVisitsOnlyWhatChangedAfterTheFirstWrite(t *testing.T) {
 		}
 		lists.Store(0)
 		patches.Store(0)
-		if err := r.writeBindings(ctx, p, verdicts, indexed(selected)); err != nil {
+		if err := writeBindings(ctx, c, p, &bound, boundLists, verdicts, indexed(selected)); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		if lists.Load() != wantLists || patches.Load() != wantPatches {

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/lookout-operator/lookout/internal/render"
 	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
+	"github.com/lookout-operator/lookout/internal/render/workload"
 )
 
 // reconcilePhaseSeconds tells where a Prometheus reconcile spends its time.
@@ -79,10 +79,12 @@ func countReconcileError(kind string, st *statusUpdate) {
 	}
 }
 
-// phaseTimer observes the phases of one reconcile.
+// phaseTimer observes the phases of one reconcile of a configFirst kind. A nil timer
+// observes nothing.
 type phaseTimer struct {
 	start, last time.Time
 	phases      []any // name, milliseconds, ... for the slow-reconcile log
+	notes       []any // what the kind adds to that log (its render cache's hits)
 }
 
 func startPhases() *phaseTimer {
@@ -92,11 +94,21 @@ func startPhases() *phaseTimer {
 
 // done records the time since the previous phase ended as phase.
 func (t *phaseTimer) done(phase string) {
+	if t == nil {
+		return
+	}
 	now := time.Now()
 	took := now.Sub(t.last)
 	reconcilePhaseSeconds.WithLabelValues(phase).Observe(took.Seconds())
 	t.phases = append(t.phases, phase+"Ms", took.Milliseconds())
 	t.last = now
+}
+
+// note adds keys and values to the slow-reconcile log.
+func (t *phaseTimer) note(kv ...any) {
+	if t != nil {
+		t.notes = append(t.notes, kv...)
+	}
 }
 
 // slowReconcile is how long a Prometheus reconcile may take before its phases are logged.
@@ -105,6 +117,10 @@ const slowReconcile = 250 * time.Millisecond
 // logIfSlow logs the phases of a reconcile that took slowReconcile or more: a change
 // waits that long for its configuration, and the log says where the time went.
 func (t *phaseTimer) logIfSlow(log logr.Logger, kv ...any) {
+	if t == nil {
+		return
+	}
+	kv = append(kv, t.notes...)
 	if took := time.Since(t.start); took >= slowReconcile {
 		log.Info("Slow reconcile", append(append(kv, "tookMs", took.Milliseconds()), t.phases...)...)
 	}
@@ -112,12 +128,12 @@ func (t *phaseTimer) logIfSlow(log logr.Logger, kv ...any) {
 
 // recordConfigSize sets the configuration size metrics of p from the Secrets
 // just applied: the main config Secret and the scrape-config pieces.
-func recordConfigSize(p *monitoringv1.Prometheus, d *render.Desired) {
+func recordConfigSize(p *monitoringv1.Prometheus, objs []workload.Object) {
 	main := promrender.ConfigSecretName(p.Name)
 	piecePrefix := promrender.ConfigPieceSecretName(p.Name, 0)
 	piecePrefix = strings.TrimSuffix(piecePrefix, "0")
 	var bytes, pieces int
-	for _, o := range d.Objects {
+	for _, o := range objs {
 		s, ok := o.(*corev1.Secret)
 		if !ok {
 			continue

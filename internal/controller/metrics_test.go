@@ -25,7 +25,7 @@ func TestConfigSizeCountsTheMainSecretAndItsPiecesOnly(t *testing.T) {
 		secret(promrender.ConfigPieceSecretName("k8s", 1), 20),
 		secret(promrender.WebConfigSecretName("k8s"), 1000),
 	}}
-	recordConfigSize(p, d)
+	recordConfigSize(p, d.Objects)
 	if got := testutil.ToFloat64(configBytes.WithLabelValues("ns", "k8s")); got != 150 {
 		t.Errorf("config bytes = %v, want 150 (main and pieces, not the web config)", got)
 	}

@@ -72,7 +72,7 @@ func (postgresKind) paused(c *postgresv1beta1.PostgresCluster) bool {
 }
 func (postgresKind) resync() time.Duration { return postgresResync }
 
-func (k postgresKind) render(ctx context.Context, g *gather.Cluster, _ Options, c *postgresv1beta1.PostgresCluster) (*rendered, error) {
+func (k postgresKind) render(ctx context.Context, g *gather.Cluster, _ Options, c *postgresv1beta1.PostgresCluster, _ *phaseTimer) (*rendered, error) {
 	res, err := g.PostgresCluster(ctx, c)
 	if err != nil {
 		return nil, err

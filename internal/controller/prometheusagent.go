@@ -14,7 +14,7 @@ import (
 	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 )
 
-// servedKind is what PrometheusReconciler needs to know about the kind it serves. A
+// servedKind is what prometheusKind needs to know about the kind it serves. A
 // PrometheusAgent goes through the same gather → render → apply → status steps as a
 // Prometheus: it is read as its kind, and the steps see the Prometheus view the shared
 // renderer builds it from (promrender.AgentView). Status, Events, the finalizer and the
@@ -31,7 +31,7 @@ type servedKind struct {
 	daemonSet func(client.Object) bool
 }
 
-var prometheusKind = &servedKind{
+var servedPrometheus = &servedKind{
 	name:       monitoringv1.PrometheusesKind,
 	controller: "prometheus",
 	newObject:  func() client.Object { return &monitoringv1.Prometheus{} },
@@ -41,7 +41,7 @@ var prometheusKind = &servedKind{
 	list:       listPrometheus,
 }
 
-var agentKind = &servedKind{
+var servedAgent = &servedKind{
 	name:       monitoringv1alpha1.PrometheusAgentsKind,
 	controller: "prometheusagent",
 	newObject:  func() client.Object { return &monitoringv1alpha1.PrometheusAgent{} },
@@ -56,13 +56,6 @@ var agentKind = &servedKind{
 	},
 	list:      listAgents,
 	daemonSet: func(o client.Object) bool { return promrender.AgentDaemonSet(o.(*monitoringv1alpha1.PrometheusAgent)) },
-}
-
-func (r *PrometheusReconciler) served() *servedKind {
-	if r.kind == nil {
-		return prometheusKind
-	}
-	return r.kind
 }
 
 // selecting is the event handler of one watched kind for the workloads of this kind.
@@ -105,9 +98,9 @@ func listAgents(ctx context.Context, c client.Reader) ([]*monitoringv1.Prometheu
 
 // daemonSetReplicas are the pod counts of an agent's DaemonSet: one wanted per node it
 // schedules to.
-func (r *PrometheusReconciler) daemonSetReplicas(ctx context.Context, p *monitoringv1.Prometheus) (replicas, updated, available, want int32, err error) {
+func daemonSetReplicas(ctx context.Context, c client.Reader, p *monitoringv1.Prometheus) (replicas, updated, available, want int32, err error) {
 	var ds appsv1.DaemonSet
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: promrender.FlavourOf(p).StatefulSetName(p.Name, 0)}, &ds)
+	err = c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: promrender.FlavourOf(p).StatefulSetName(p.Name, 0)}, &ds)
 	if apierrors.IsNotFound(err) {
 		return 0, 0, 0, 0, nil
 	}

@@ -10,7 +10,6 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,19 +20,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
 	"github.com/lookout-operator/lookout/internal/apply"
-	"github.com/lookout-operator/lookout/internal/gather"
 	"github.com/lookout-operator/lookout/internal/selection"
 )
 
@@ -67,21 +62,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	// Prometheus and PrometheusAgent: one reconciler, two kinds.
-	for _, kind := range []*servedKind{prometheusKind, agentKind} {
-		if !run[kind.controller] {
+	// Prometheus and PrometheusAgent: one kind on the skeleton, two served kinds.
+	for _, served := range []*servedKind{servedPrometheus, servedAgent} {
+		if !run[served.controller] {
 			continue
 		}
-		r := &PrometheusReconciler{
-			Client:   mgr.GetClient(),
-			Live:     mgr.GetAPIReader(),
-			Recorder: mgr.GetEventRecorder("lookout"),
-			Options:  opts,
-			Applier:  applier,
-			Bindings: bindings,
-			kind:     kind,
-		}
-		if err := r.SetupWithManager(mgr); err != nil {
+		r := &PrometheusReconciler{newWorkloadReconciler[client.Object](mgr, opts, applier, bindings)}
+		if err := r.SetupWithManager(mgr, served); err != nil {
 			return err
 		}
 	}
@@ -176,48 +163,6 @@ func controllerList() string {
 	return strings.Join(names, ", ")
 }
 
-// SetupWithManager wires the watches. Every event ends as the key of the
-// Prometheus objects it concerns, and only those.
-func (r *PrometheusReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.gather = &gather.Cluster{Cache: mgr.GetClient(), Live: r.Live, Informers: mgr.GetCache()}
-	r.refs = newRefIndex()
-	r.arrivals = &arrivals{}
-	r.informers = mgr.GetCache()
-	c := mgr.GetClient()
-	k := r.served()
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(k.controller).
-		For(k.newObject(), builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&appsv1.StatefulSet{})
-	if k.daemonSet != nil {
-		b = b.Owns(&appsv1.DaemonSet{})
-	}
-	return b.
-		// The governing Service is co-owned (no controller reference): map
-		// every owner, not only the controller.
-		Watches(&corev1.Service{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.newObject())).
-		// Secrets are cached as metadata only. Owned ones (the config) revert
-		// drift; referenced ones (credentials) re-render the monitors.
-		// Rule ConfigMaps (drift and deletion are reverted) and ConfigMaps
-		// that monitors reference (TLS material, OAuth2 client IDs).
-		// In a large cluster these two informers are the last to sync (tens of
-		// thousands of objects), and the render does not read them (it reads the
-		// referenced objects by name): the workers start without waiting for them, and
-		// a reconcile waits for them only before it applies (metadataSynced), so that
-		// the first render runs while they sync.
-		WatchesRawSource(notWaitedFor{source.Kind(mgr.GetCache(), metadataObject("Secret"), r.metadataHandler("Secret"))}).
-		WatchesRawSource(notWaitedFor{source.Kind(mgr.GetCache(), metadataObject("ConfigMap"), r.metadataHandler("ConfigMap"))}).
-		Watches(&monitoringv1.ServiceMonitor{}, k.selecting(c, kindServiceMonitor)).
-		Watches(&monitoringv1.PodMonitor{}, k.selecting(c, kindPodMonitor)).
-		Watches(&monitoringv1.Probe{}, k.selecting(c, kindProbe)).
-		Watches(&monitoringv1alpha1.ScrapeConfig{}, k.selecting(c, kindScrapeConfig)).
-		Watches(&monitoringv1.PrometheusRule{}, k.selecting(c, kindPrometheusRule)).
-		Watches(&corev1.Namespace{}, k.selecting(c, kindNamespace)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers, NewQueue: r.arrivals.newQueue(mgr.GetLogger())}).
-		Complete(r)
-}
-
 // metadataHandler maps Secret and ConfigMap events (metadata only) to the
 // owning workloads of ownerKind and the workloads whose inputs reference the
 // object (refs). On create and update, the echo of the operator's own write
@@ -236,10 +181,6 @@ func metadataHandler(applier *apply.Applier, refs *refIndex, ownerKind, kind str
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) { enqueue(q, e.ObjectNew, true) },
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { enqueue(q, e.Object, false) },
 	}
-}
-
-func (r *PrometheusReconciler) metadataHandler(kind string) handler.EventHandler {
-	return metadataHandler(r.Applier, r.refs, r.served().name, kind)
 }
 
 // mapOwned returns the owner of an owned object (unless the event is our own

@@ -72,7 +72,7 @@ func decideShard(desired bool, retiredAt string, pol promrender.ShardRetention, 
 // StatefulSets of removed shards the policy keeps, unmarks those whose shard is desired
 // again, and returns the retired StatefulSets to keep from the prune and when the first
 // of them is due (0: none is). Those whose period has passed are left to the prune.
-func (r *PrometheusReconciler) retainShards(ctx context.Context, owner client.Object, p *monitoringv1.Prometheus, objs []workload.Object) ([]client.Object, time.Duration, error) {
+func (k *prometheusKind) retainShards(ctx context.Context, owner client.Object, p *monitoringv1.Prometheus, objs []workload.Object) ([]client.Object, time.Duration, error) {
 	desired := map[string]bool{}
 	for _, o := range objs {
 		if _, ok := o.(*appsv1.StatefulSet); ok {
@@ -80,11 +80,11 @@ func (r *PrometheusReconciler) retainShards(ctx context.Context, owner client.Ob
 		}
 	}
 	var list appsv1.StatefulSetList
-	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels(ownerLabels(p))); err != nil {
+	if err := k.c.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabels(ownerLabels(p))); err != nil {
 		return nil, 0, fmt.Errorf("list the StatefulSets of Prometheus %s: %w", klog.KObj(p), err)
 	}
 	pol := promrender.ShardRetentionOf(p)
-	now := r.clock()
+	now := k.clock()
 	var keep []client.Object
 	var due time.Duration
 	for i := range list.Items {
@@ -101,13 +101,13 @@ func (r *PrometheusReconciler) retainShards(ctx context.Context, owner client.Ob
 			if at.Before(now) {
 				at = at.Add(time.Second)
 			}
-			if err := r.markRetired(ctx, sts, at.Format(time.RFC3339)); err != nil {
+			if err := k.markRetired(ctx, sts, at.Format(time.RFC3339)); err != nil {
 				return nil, 0, err
 			}
-			r.Recorder.Eventf(owner, sts, corev1.EventTypeNormal, ReasonShardRetained, "Reconcile",
+			k.rec.Eventf(owner, sts, corev1.EventTypeNormal, ReasonShardRetained, "Reconcile",
 				"Kept StatefulSet %s of a removed shard (shardRetentionPolicy.whenScaled: Retain)%s", sts.Name, retainedFor(pol))
 		case shardAdopt:
-			if err := r.markRetired(ctx, sts, ""); err != nil {
+			if err := k.markRetired(ctx, sts, ""); err != nil {
 				return nil, 0, err
 			}
 			continue
@@ -137,7 +137,7 @@ func retainedFor(pol promrender.ShardRetention) string {
 
 // markRetired sets the retirement mark of sts to at, or removes it when at is "". A merge
 // patch of the one annotation: a cache a step behind needs no conflict and retry.
-func (r *PrometheusReconciler) markRetired(ctx context.Context, sts *appsv1.StatefulSet, at string) error {
+func (k *prometheusKind) markRetired(ctx context.Context, sts *appsv1.StatefulSet, at string) error {
 	patched := sts.DeepCopy()
 	if at == "" {
 		delete(patched.Annotations, AnnotationShardRetired)
@@ -147,17 +147,17 @@ func (r *PrometheusReconciler) markRetired(ctx context.Context, sts *appsv1.Stat
 		}
 		patched.Annotations[AnnotationShardRetired] = at
 	}
-	if err := r.Client.Patch(ctx, patched, client.MergeFrom(sts)); err != nil {
+	if err := k.c.Patch(ctx, patched, client.MergeFrom(sts)); err != nil {
 		return fmt.Errorf("mark StatefulSet %s retired (%q): %w", klog.KObj(sts), at, err)
 	}
 	*sts = *patched
 	return nil
 }
 
-// clock is the reconciler's time; tests set now.
-func (r *PrometheusReconciler) clock() time.Time {
-	if r.now != nil {
-		return r.now()
+// clock is the kind's time; tests set now.
+func (k *prometheusKind) clock() time.Time {
+	if k.now != nil {
+		return k.now()
 	}
 	return time.Now()
 }

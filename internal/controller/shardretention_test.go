@@ -64,13 +64,13 @@ func TestRetainShards(t *testing.T) {
 				return s
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(sts("prometheus-main", ""), sts("prometheus-main-shard-1", tc.mark)).Build()
-			r := &PrometheusReconciler{Client: c, Recorder: &eventLog{}, now: func() time.Time { return now }}
+			k := &prometheusKind{c: c, rec: &eventLog{}, now: func() time.Time { return now }}
 			desired := []workload.Object{sts("prometheus-main", "")}
 			if tc.shards == 2 {
 				desired = append(desired, sts("prometheus-main-shard-1", ""))
 			}
 
-			kept, due, err := r.retainShards(context.Background(), p, p, desired)
+			kept, due, err := k.retainShards(context.Background(), p, p, desired)
 			if err != nil {
 				t.Fatal(err)
 			}

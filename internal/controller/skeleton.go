@@ -2,23 +2,21 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -26,13 +24,14 @@ import (
 	"github.com/lookout-operator/lookout/internal/gather"
 	"github.com/lookout-operator/lookout/internal/render/scrape"
 	"github.com/lookout-operator/lookout/internal/render/workload"
-	"github.com/lookout-operator/lookout/internal/selection"
 )
 
-// workloadReconciler is the reconcile skeleton of the workload kinds that select one
-// kind of object and own a StatefulSet (Alertmanager, ThanosRuler): get → finalize or
-// ensure the finalizer → gather and render (kind) → apply → status and bindings. What
-// differs between the kinds is kind.
+// workloadReconciler is the one reconcile skeleton of every workload kind (Prometheus,
+// PrometheusAgent, Alertmanager, ThanosRuler, PostgresCluster): get → finalize or ensure
+// the finalizer → gather and render (kind) → apply → status and bindings. What differs
+// between the kinds is kind; what only some kinds need is an optional part of the
+// skeleton a kind turns on by implementing its interface (configFirst, clusterPruner,
+// retainer, statusReader, resyncer, forgetter).
 type workloadReconciler[T client.Object] struct {
 	Client   client.Client
 	Live     client.Reader
@@ -45,6 +44,12 @@ type workloadReconciler[T client.Object] struct {
 	kind   workloadKind[T]
 	gather *gather.Cluster
 	refs   *refIndex
+	// arrivals counts the requests queued per object, for a configFirst kind (nil
+	// otherwise, and in unit tests: never yield).
+	arrivals *arrivals
+	// informers is the manager's cache, whose Secret and ConfigMap metadata informers a
+	// configFirst kind waits for before an apply (nil: not waited for).
+	informers ctrlcache.Informers
 
 	memory memories[workloadMemory]
 }
@@ -55,8 +60,9 @@ type workloadKind[T client.Object] interface {
 	name() string
 	newObject() T
 	paused(obj T) bool
-	// render gathers the inputs of obj and renders them.
-	render(ctx context.Context, g *gather.Cluster, opts Options, obj T) (*rendered, error)
+	// render gathers the inputs of obj and renders them; phases (nil unless the kind is
+	// configFirst) marks where the time went.
+	render(ctx context.Context, g *gather.Cluster, opts Options, obj T, phases *phaseTimer) (*rendered, error)
 	// ownerLabels find the objects obj owns; ownedKinds are pruned in its namespace.
 	ownerLabels(obj T) map[string]string
 	ownedKinds() []schema.GroupVersionKind
@@ -68,8 +74,9 @@ type workloadKind[T client.Object] interface {
 }
 
 // statusReader is implemented by a kind whose status reads more than one StatefulSet
-// (PostgresCluster: every instance's, and what each instance reports): writeStatus
-// calls it instead of statefulSet and setStatus.
+// (PostgresCluster: every instance's, and what each instance reports; Prometheus: every
+// shard's, or an agent's DaemonSet): writeStatus calls it instead of statefulSet and
+// setStatus.
 type statusReader[T client.Object] interface {
 	readStatus(ctx context.Context, c client.Reader, obj T, st *statusUpdate) error
 }
@@ -81,13 +88,56 @@ type resyncer interface {
 	resync() time.Duration
 }
 
+// configFirst is implemented by a kind whose running program reads a configuration that
+// a change waits for (Prometheus, PrometheusAgent: thousands of monitors, one changing at
+// a time). The skeleton then makes that configuration come first:
+//
+//   - status patches step aside while it is rendered and written (bindingQueue.configWriting);
+//   - its pieces, which depend on nothing but what came before them, are applied side by
+//     side (configPiece);
+//   - once it is written, the apply yields to a newer change of the same object (the
+//     arrivals of the controller's queue), which then writes its configuration before the
+//     rest of this apply; what this one left in flight is waited for by the next;
+//   - the first render does not wait for the Secret and ConfigMap metadata informers
+//     (tens of thousands of objects in a large cluster): the apply waits for them;
+//   - the phases are timed (lookout_prometheus_reconcile_phase_seconds) and a slow
+//     reconcile says where its time went.
+//
+// configApplied is told what was applied (the configuration's size, for metrics).
+type configFirst[T client.Object] interface {
+	configPiece(obj T) func(workload.Object) bool
+	configApplied(obj T, objs []workload.Object)
+}
+
+// clusterPruner is implemented by a kind that writes objects which cannot carry an owner
+// reference (Prometheus: RBAC in other namespaces and at cluster scope): those of
+// unownedKinds are found by ownerLabels everywhere, pruned across namespaces and deleted
+// by the finalizer.
+type clusterPruner interface {
+	unownedKinds() []schema.GroupVersionKind
+}
+
+// retainer is implemented by a kind that keeps existing objects it no longer renders
+// (Prometheus: the StatefulSets of removed shards under a retention policy, a
+// configuration Secret that is the user's). retain runs before the apply: it returns what
+// the prune keeps and when to look again (0: only on events); it may note on st why.
+type retainer[T client.Object] interface {
+	retain(ctx context.Context, obj T, objs []workload.Object, st *statusUpdate) (keep []client.Object, recheck time.Duration, err error)
+}
+
+// forgetter is implemented by a kind that keeps something of its own per object (a
+// render memo, metrics): forget drops it when the object is gone.
+type forgetter interface {
+	forget(key types.NamespacedName)
+}
+
 // rendered is what a kind's render hands the skeleton.
 type rendered struct {
 	objects  []workload.Object
 	verdicts []scrape.Verdict
-	// selected are the selected objects by verdictKey; refs the referenced objects
+	// selected finds the selected objects by verdictKey; refs are the referenced objects
 	// ("<Kind>/<namespace>/<name>") whose events must reconcile.
-	selected map[objectKey]client.Object
+	selected finder
 	refs     []string
 }
 
@@ -98,6 +148,8 @@ type workloadMemory struct {
 	verdictsKnown bool
 	bound         []scrape.Verdict
 	pruned        string
+	// inFlight: what the last apply left in flight when it yielded (see yielding).
+	inFlight *sync.WaitGroup
 }
 
 func newWorkloadReconciler[T client.Object](mgr ctrl.Manager, opts Options, applier *apply.Applier, bindings *bindingQueue) *workloadReconciler[T] {
@@ -114,6 +166,10 @@ func newWorkloadReconciler[T client.Object](mgr ctrl.Manager, opts Options, appl
 func (r *workloadReconciler[T]) forget(key types.NamespacedName) {
 	r.refs.set(key, nil)
 	r.memory.drop(key)
+	r.arrivals.drop(reconcile.Request{NamespacedName: key})
+	if f, ok := r.kind.(forgetter); ok {
+		f.forget(key)
+	}
 }
 
 // Reconcile is level-triggered: it renders the whole desired state from what exists now
@@ -166,34 +222,129 @@ func (r *workloadReconciler[T]) reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, nil
 	}
 
-	desired, err := r.kind.render(ctx, r.gather, r.Options, obj)
+	cf, configFirst := r.kind.(configFirst[T])
+	var phases *phaseTimer
+	var yield *yielding
+	if configFirst {
+		var done func()
+		phases, yield, done = r.configFirstRun(req)
+		defer done()
+		defer phases.logIfSlow(log, "kind", r.kind.name(), "object", klog.KObj(obj))
+	}
+
+	desired, err := r.kind.render(ctx, r.gather, r.Options, obj, phases)
 	if desired != nil {
 		r.refs.set(req.NamespacedName, desired.refs)
 	}
 	if stop, res, err := renderFailed(ctx, r.Recorder, obj, r.kind.name(), st, err); stop {
 		return res, err
 	}
-	reportVerdicts(r.Recorder, obj, r.kind.name(), &mem.verdicts, &mem.verdictsKnown, desired.verdicts, indexed(desired.selected))
-	if err := applyObjects(ctx, r.Applier, obj, withoutRBAC(r.Options, desired.objects), nil, r.kind.ownerLabels(obj), prunedKinds(r.Options, r.kind.ownedKinds()), nil, &mem.pruned, nil); err != nil {
-		return reportApplyFailure(r.Recorder, obj, st, err)
+	if desired.selected == nil {
+		desired.selected = indexed(nil) // a kind that selects nothing
 	}
-	st.reconciled = true
-	// Accepted now means "in the configuration the workload was handed".
+	reportVerdicts(r.Recorder, obj, r.kind.name(), &mem.verdicts, &mem.verdictsKnown, desired.verdicts, desired.selected)
+
+	var retained []client.Object
+	var recheck time.Duration
+	if rt, ok := r.kind.(retainer[T]); ok {
+		retained, recheck, err = rt.retain(ctx, obj, desired.objects, st)
+	}
+	if err == nil && r.informers != nil {
+		err = metadataSynced(ctx, r.informers)
+	}
+	if err == nil {
+		err = r.apply(ctx, obj, desired, mem, yield, retained)
+	}
+	phases.done("apply")
+	switch {
+	case errors.Is(err, errYielded):
+		// The configuration is written; the newer change, already queued, renders again
+		// and goes on with the rest. The status waits for a reconcile that finishes.
+		st.yielded = true
+		reconcileYields.Inc()
+		log.V(1).Info("Yielded to a newer change after writing the configuration", "kind", r.kind.name(), "object", klog.KObj(obj))
+	case err != nil:
+		return reportApplyFailure(r.Recorder, obj, st, err)
+	default:
+		st.reconciled = true
+	}
+	if configFirst {
+		cf.configApplied(obj, desired.objects)
+	}
+	// Accepted now means "in the configuration the workload was handed". The bindings are
+	// written off this reconcile: the next change does not wait for them.
 	verdicts, selected := desired.verdicts, desired.selected
-	return ctrl.Result{}, r.Bindings.submit(ctx, r.bindingKey(obj), func(ctx context.Context) error {
-		return writeBindings(ctx, r.Client, obj, &mem.bound, r.kind.bound(), verdicts, indexed(selected))
+	err = r.Bindings.submit(ctx, r.bindingKey(obj), func(ctx context.Context) error {
+		return writeBindings(ctx, r.Client, obj, &mem.bound, r.kind.bound(), verdicts, selected)
 	})
+	phases.done("bindings")
+	// A retained object may be due to go: look again then.
+	return ctrl.Result{RequeueAfter: recheck}, err
+}
+
+// configFirstRun readies one reconcile of a configFirst kind: its phase timer, and how
+// its apply yields. done lets the status patches held back go, if the configuration
+// written did not already.
+func (r *workloadReconciler[T]) configFirstRun(req ctrl.Request) (phases *phaseTimer, yield *yielding, done func()) {
+	// A newer event for this object from here on lets the apply yield to it.
+	newer := r.arrivals.newer(req)
+	// Status patches wait until this configuration is written.
+	configWritten := r.Bindings.configWriting()
+	phases = startPhases()
+	return phases, &yielding{newer: newer, configWritten: func() {
+		configWritten()
+		phases.done("config")
+	}}, configWritten
+}
+
+// apply applies the desired objects in order, then prunes what is no longer desired: the
+// kind's owned kinds in obj's namespace, and those of a clusterPruner everywhere.
+// retained are existing objects the prune keeps. yield (nil: never) is how a configFirst
+// kind's apply yields; the objects a yielded apply leaves in flight are remembered for the
+// next one.
+func (r *workloadReconciler[T]) apply(ctx context.Context, obj T, desired *rendered, mem *workloadMemory, yield *yielding, retained []client.Object) error {
+	var pieces func(workload.Object) bool
+	if cf, ok := r.kind.(configFirst[T]); ok {
+		pieces = cf.configPiece(obj)
+	}
+	var unowned []schema.GroupVersionKind
+	if cp, ok := r.kind.(clusterPruner); ok {
+		unowned = prunedKinds(r.Options, cp.unownedKinds())
+	}
+	if yield != nil {
+		yield.previous = mem.inFlight
+	}
+	err := applyObjects(ctx, r.Applier, obj, withoutRBAC(r.Options, desired.objects), pieces, r.kind.ownerLabels(obj),
+		prunedKinds(r.Options, r.kind.ownedKinds()), unowned, &mem.pruned, yield, retained...)
+	if yield != nil {
+		mem.inFlight = yield.left
+	}
+	return err
 }
 
 func (r *workloadReconciler[T]) bindingKey(obj T) string {
 	return r.kind.name() + "/" + obj.GetNamespace() + "/" + obj.GetName()
 }
 
-// finalize removes the workload's bindings from every object it selected, then lets it
-// go; its children are owner-referenced and garbage-collected.
+// finalize deletes what carries no owner reference (a clusterPruner's objects elsewhere),
+// removes the workload's bindings from every object it selected, then lets it go; its
+// other children are owner-referenced and garbage-collected.
 func (r *workloadReconciler[T]) finalize(ctx context.Context, obj T, mem *workloadMemory) error {
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
+	}
+	if cp, ok := r.kind.(clusterPruner); ok {
+		if r.informers != nil {
+			if err := metadataSynced(ctx, r.informers); err != nil {
+				return err
+			}
+		}
+		if mem.inFlight != nil {
+			mem.inFlight.Wait() // an object created after the prune would be left behind
+		}
+		if _, err := r.Applier.Prune(ctx, "", r.kind.ownerLabels(obj), "", nil, prunedKinds(r.Options, cp.unownedKinds())); err != nil {
+			return fmt.Errorf("clean up after %s %s: %w", r.kind.name(), klog.KObj(obj), err)
+		}
 	}
 	if err := r.Bindings.submitAndWait(ctx, r.bindingKey(obj), func(ctx context.Context) error {
 		mem.bound = nil
@@ -208,8 +359,12 @@ func (r *workloadReconciler[T]) finalize(ctx context.Context, obj T, mem *worklo
 	return nil
 }
 
-// writeStatus patches the status the kind computes, when it changed.
+// writeStatus patches the status the kind computes, when it changed. A reconcile that
+// yielded writes none: the one that finishes does.
 func (r *workloadReconciler[T]) writeStatus(ctx context.Context, obj T, st *statusUpdate) error {
+	if st.yielded {
+		return nil
+	}
 	countReconcileError(r.kind.name(), st)
 	next := obj.DeepCopyObject().(T)
 	if sr, ok := r.kind.(statusReader[T]); ok {
@@ -241,61 +396,4 @@ func (r *workloadReconciler[T]) patchStatus(ctx context.Context, obj, next T) er
 // replicaCounts are the status replica counts of a workload, from its StatefulSet's.
 func replicaCounts(sts *appsv1.StatefulSetStatus) (replicas, updated, available, unavailable int32) {
 	return sts.Replicas, sts.UpdatedReplicas, sts.AvailableReplicas, max(sts.Replicas-sts.AvailableReplicas, 0)
-}
-
-// controllerFor is the part of a workload controller's wiring every such kind shares:
-// the workload itself, its StatefulSet, the co-owned governing Service (every owner
-// mapped), owned and referenced Secrets and ConfigMaps (metadata only), and Namespaces
-// whose labels its namespace selector reads. selecting maps events of objects (a
-// Namespace when namespaces is set) to the workloads that select them; nil for a kind
-// that selects nothing.
-func (r *workloadReconciler[T]) controllerFor(mgr ctrl.Manager, name string, selecting func(c client.Reader, namespaces bool) *selectionEvents) *builder.TypedBuilder[reconcile.Request] {
-	r.gather = &gather.Cluster{Cache: mgr.GetClient(), Live: r.Live, Informers: mgr.GetCache()}
-	r.refs = newRefIndex()
-	kind := r.kind.name()
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		For(r.kind.newObject(), builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&appsv1.StatefulSet{}).
-		Watches(&corev1.Service{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), r.kind.newObject())).
-		// Owned Secrets and ConfigMaps revert drift; referenced ones re-render.
-		WatchesMetadata(&corev1.Secret{}, metadataHandler(r.Applier, r.refs, kind, "Secret")).
-		WatchesMetadata(&corev1.ConfigMap{}, metadataHandler(r.Applier, r.refs, kind, "ConfigMap")).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers})
-	if selecting != nil {
-		b = b.Watches(&corev1.Namespace{}, selecting(mgr.GetClient(), true))
-	}
-	return b
-}
-
-// selectingWorkload is one workload as a selection event handler sees it: its key, its
-// selector (nil when invalid: reported on the workload itself) and, optionally, another
-// way it reads an object (names reports whether it does).
-type selectingWorkload struct {
-	key   types.NamespacedName
-	sel   *selection.Selector
-	names func(client.Object) bool
-}
-
-// workloadsSelecting enqueues the workloads list returns whose selectors match an object
-// before or after an update, or, with namespaces set, whose namespace selectors read a
-// Namespace's labels.
-func workloadsSelecting(c client.Reader, namespaces bool, what string, list func(context.Context) ([]selectingWorkload, error)) *selectionEvents {
-	return &selectionEvents{namespaces: namespaces, enqueue: func(ctx context.Context, q queue, objs ...client.Object) {
-		workloads, err := list(ctx)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "List "+what+" objects to map an event")
-			return
-		}
-		nsLabels := map[string]map[string]string{}
-		for _, w := range workloads {
-			for _, obj := range objs {
-				if (!namespaces && w.names != nil && w.names(obj)) || (w.sel != nil && selects(ctx, c, w.sel, namespaces, obj, nsLabels)) {
-					q.Add(reconcile.Request{NamespacedName: w.key})
-					break
-				}
-			}
-		}
-	}}
 }

@@ -6,7 +6,6 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,7 +16,7 @@ import (
 )
 
 // statusUpdate collects what one reconcile learned; writeStatus turns it into
-// the Prometheus status once, at the end.
+// the workload's status once, at the end.
 type statusUpdate struct {
 	paused     bool
 	reconciled bool
@@ -30,14 +29,11 @@ type statusUpdate struct {
 	yielded bool
 }
 
-// writeStatus writes the status of obj, whose view for the shared renderer is p.
-func (r *PrometheusReconciler) writeStatus(ctx context.Context, obj client.Object, p *monitoringv1.Prometheus, st *statusUpdate) error {
-	if st.yielded {
-		return nil
-	}
-	k := r.served()
+// readStatus computes the status of obj, a copy of the object read, whose view for the
+// shared renderer is p: every shard's StatefulSet, or an agent's DaemonSet.
+func (k *prometheusKind) readStatus(ctx context.Context, c client.Reader, obj client.Object, st *statusUpdate) error {
+	p := k.served.view(obj)
 	fl := promrender.FlavourOf(p)
-	countReconcileError(k.name, st)
 	next := p.Status.DeepCopy()
 	next.Paused = p.Spec.Paused
 	shards := promrender.ShardCount(p)
@@ -51,16 +47,16 @@ func (r *PrometheusReconciler) writeStatus(ctx context.Context, obj client.Objec
 	}
 	want *= shards
 	next.ShardStatuses = nil
-	if k.daemonSet != nil && k.daemonSet(obj) {
+	if k.served.daemonSet != nil && k.served.daemonSet(obj) {
 		shards, next.Shards = 0, 1 // no StatefulSets below: one DaemonSet, one shard
 		var err error
-		if replicas, updated, available, want, err = r.daemonSetReplicas(ctx, p); err != nil {
+		if replicas, updated, available, want, err = daemonSetReplicas(ctx, c, p); err != nil {
 			return err
 		}
 	}
 	for shard := range shards {
 		var sts appsv1.StatefulSet
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: fl.StatefulSetName(p.Name, shard)}, &sts)
+		err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: fl.StatefulSetName(p.Name, shard)}, &sts)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -85,14 +81,7 @@ func (r *PrometheusReconciler) writeStatus(ctx context.Context, obj client.Objec
 
 	setConditions(&next.Conditions, p.Generation, want, available, st)
 
-	if apiequality.Semantic.DeepEqual(&p.Status, next) {
-		return nil // nothing changed: no write
-	}
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	*k.status(obj) = *next
-	if err := r.Client.Status().Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("patch status of %s %s/%s: %w", k.name, p.Namespace, p.Name, err)
-	}
+	*k.served.status(obj) = *next
 	return nil
 }
 

@@ -31,7 +31,7 @@ func (thanosRulerKind) name() string                             { return monito
 func (thanosRulerKind) newObject() *monitoringv1.ThanosRuler     { return &monitoringv1.ThanosRuler{} }
 func (thanosRulerKind) paused(tr *monitoringv1.ThanosRuler) bool { return tr.Spec.Paused }
 
-func (thanosRulerKind) render(ctx context.Context, g *gather.Cluster, opts Options, tr *monitoringv1.ThanosRuler) (*rendered, error) {
+func (thanosRulerKind) render(ctx context.Context, g *gather.Cluster, opts Options, tr *monitoringv1.ThanosRuler, _ *phaseTimer) (*rendered, error) {
 	in, err := g.ThanosRuler(ctx, tr)
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func (thanosRulerKind) render(ctx context.Context, g *gather.Cluster, opts Optio
 		selected[verdictKey(monitoringv1.PrometheusRuleKind, pr.Namespace, pr.Name)] = pr
 	}
 	d, err := render.ThanosRuler(in.Inputs)
-	out := &rendered{refs: in.Refs, selected: selected}
+	out := &rendered{refs: in.Refs, selected: indexed(selected)}
 	if err == nil {
 		out.objects, out.verdicts = d.Objects, d.Verdicts
 	}

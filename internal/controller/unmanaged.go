@@ -31,11 +31,11 @@ const unmanagedConfigMessage = "Lookout does not write the configuration Secret 
 // configuration, so that the pods start; one that exists — written by the user, or left
 // by the existing operator with its owner reference — is never read, written or deleted.
 // It returns the Secret for the prune to keep.
-func (r *PrometheusReconciler) keepUnmanagedConfig(ctx context.Context, p *monitoringv1.Prometheus) (client.Object, error) {
+func (k *prometheusKind) keepUnmanagedConfig(ctx context.Context, p *monitoringv1.Prometheus) (client.Object, error) {
 	name := promrender.FlavourOf(p).ConfigSecretName(p.Name)
 	keep := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: name}}
 	keep.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	err := r.Live.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name}, &corev1.Secret{})
+	err := k.live.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name}, &corev1.Secret{})
 	if err == nil {
 		return keep, nil
 	}
@@ -47,7 +47,7 @@ func (r *PrometheusReconciler) keepUnmanagedConfig(ctx context.Context, p *monit
 		return nil, err
 	}
 	s := promrender.UnmanagedConfigSecret(p, promrender.Options{ConfigGzip: empty})
-	if err := r.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := k.c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create the empty configuration Secret %s/%s: %w", p.Namespace, name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Created an empty configuration Secret for the user to fill in (unmanaged configuration)", "prometheus", klog.KObj(p), "secret", name)

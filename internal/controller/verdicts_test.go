@@ -33,11 +33,13 @@ func TestVerdictEventsOnlyWhenARejectionAppearsChangesOrEnds(t *testing.T) {
 		return scrape.Verdict{Kind: monitoringv1.ServiceMonitorsKind, Namespace: "ns", Name: name, Accepted: accepted, Reason: reason, Message: reason}
 	}
 	log := &eventLog{}
-	r := &PrometheusReconciler{Recorder: log}
+	// The Prometheus's memory of the verdicts last reported, kept across reconciles.
+	var last []scrape.Verdict
+	var known bool
 	step := func(what string, verdicts []scrape.Verdict, want ...string) {
 		t.Helper()
 		log.got = nil
-		r.reportVerdicts(p, verdicts, indexed(selected))
+		reportVerdicts(log, p, monitoringv1.PrometheusesKind, &last, &known, verdicts, indexed(selected))
 		if fmt.Sprint(log.got) != fmt.Sprint(want) {
 			t.Errorf("%s: events %v, want %v", what, log.got, want)
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/lookout-operator/lookout/internal/render"
 )
 
-// The steps every workload reconciler (Prometheus, Alertmanager, ThanosRuler) shares.
+// The steps the workload skeleton (skeleton.go) is built of.
 
 // memories holds what a reconciler remembers per workload, made on first use.
 // Reconciles of one key never overlap, so an M needs no lock of its own.
