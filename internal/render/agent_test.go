@@ -150,10 +150,15 @@ func TestAnAgentHasItsOwnNamesLabelsAndOwnerAndNoRules(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []string{"StatefulSet/prom-agent-edge", "Secret/prom-agent-edge", "Secret/prom-agent-edge-web-config", "Service/prometheus-agent-operated", "ServiceAccount/prom-agent-edge"} {
+	for _, n := range []string{"StatefulSet/prom-agent-edge", "Secret/prom-agent-edge", "Secret/prom-agent-edge-web-config", "Service/prometheus-agent-operated"} {
 		if !names[n] {
 			t.Errorf("no %s among %v", n, names)
 		}
+	}
+	// Without spec.serviceAccountName the agent runs as the namespace's default account, as
+	// with the existing operator: none is generated.
+	if names["ServiceAccount/prom-agent-edge"] {
+		t.Errorf("a ServiceAccount prom-agent-edge is generated for an agent without serviceAccountName")
 	}
 }
 

@@ -52,9 +52,11 @@ func TestPrometheusAndServiceMonitorBecomeAStatefulSetAndAConfig(t *testing.T) {
 	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main-web-config"}, &secret); err != nil {
 		t.Errorf("web-config Secret: %v", err)
 	}
-	var sa corev1.ServiceAccount
-	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main"}, &sa); err != nil {
-		t.Errorf("ServiceAccount: %v", err)
+	// No serviceAccountName: the pods run as the namespace's default account, as with the
+	// existing operator (its pull secrets and cloud identity keep working), and none is
+	// generated.
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: "prometheus-main"}, &corev1.ServiceAccount{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ServiceAccount prometheus-main: %v, want NotFound", err)
 	}
 
 	// Status: Reconciled=True with the generation; replicas from the
@@ -76,6 +78,18 @@ func TestPrometheusAndServiceMonitorBecomeAStatefulSetAndAConfig(t *testing.T) {
 	}
 	if p.Status.Selector == "" || p.Status.Shards != 1 {
 		t.Errorf("status selector %q shards %d", p.Status.Selector, p.Status.Shards)
+	}
+	var pods corev1.PodList
+	if err := k8s.List(testCtx, &pods, client.InNamespace(ns), client.MatchingLabels{"operator.prometheus.io/name": "main"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Errorf("no pod of the Prometheus")
+	}
+	for _, pod := range pods.Items {
+		if pod.Spec.ServiceAccountName != "default" {
+			t.Errorf("pod %s runs as %q, want the namespace's default account", pod.Name, pod.Spec.ServiceAccountName)
+		}
 	}
 }
 
@@ -378,9 +392,10 @@ func TestADeletedConfigSecretIsRecreated(t *testing.T) {
 
 func TestAnObjectNoLongerDesiredIsDeleted(t *testing.T) {
 	ns := newNamespace(t)
-	p := newPrometheus(ns, "main")
+	// A serviceAccountName that names no ServiceAccount: Lookout creates it.
+	p := newPrometheus(ns, "main", func(p *monitoringv1.Prometheus) { p.Spec.ServiceAccountName = "prometheus-sa" })
 	mustCreate(t, p)
-	generated := client.ObjectKey{Namespace: ns, Name: "prometheus-main"}
+	generated := client.ObjectKey{Namespace: ns, Name: "prometheus-sa"}
 	eventually(t, "the generated ServiceAccount exists", func() (bool, error) {
 		return k8s.Get(testCtx, generated, &corev1.ServiceAccount{}) == nil, nil
 	})

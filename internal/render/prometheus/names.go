@@ -111,14 +111,19 @@ func WebPortName(p *monitoringv1.Prometheus) string {
 	return webPortName
 }
 
-// ServiceAccountName is the ServiceAccount the pods run as: spec.serviceAccountName, or
-// the generated prometheus-<name>.
+// ServiceAccountName is the ServiceAccount the pods run as: spec.serviceAccountName, else
+// the namespace's "default", as with the existing operator (the pod template leaves the
+// field empty, as it does; the apiserver then runs the pods as "default"). The generated
+// RBAC binds this account.
 func ServiceAccountName(p *monitoringv1.Prometheus) string {
 	if p.Spec.ServiceAccountName != "" {
 		return p.Spec.ServiceAccountName
 	}
-	return FlavourOf(p).Prefix + "-" + p.Name
+	return defaultServiceAccount
 }
+
+// defaultServiceAccount is the account every namespace has, which pods that name none run as.
+const defaultServiceAccount = "default"
 
 // RBACName is the name of every Role, RoleBinding, ClusterRole and ClusterRoleBinding
 // generated for a Prometheus. RBAC names may contain ':' while namespace and object names

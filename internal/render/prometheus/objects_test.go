@@ -447,7 +447,8 @@ func checkBinding(t *testing.T, ref rbacv1.RoleRef, subjects []rbacv1.Subject, k
 	if ref.Kind != kind || ref.Name != name || ref.APIGroup != rbacv1.GroupName {
 		t.Errorf("binding %s refers to %+v", name, ref)
 	}
-	want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "prometheus-k8s", Namespace: "monitoring"}}
+	// Without spec.serviceAccountName the pods run as "default", which the RBAC binds.
+	want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: "monitoring"}}
 	if !slices.Equal(subjects, want) {
 		t.Errorf("binding %s subjects %v, want %v", name, subjects, want)
 	}
@@ -461,10 +462,10 @@ func TestServiceAccount(t *testing.T) {
 		want     string // generated ServiceAccount, "" for none
 		podRunAs string
 	}{
-		{"generates prometheus-<name> when spec.serviceAccountName is empty", newPrometheus(), newOptions(), "prometheus-k8s", "prometheus-k8s"},
+		{"runs as the namespace's default account, generating none, when spec.serviceAccountName is empty", newPrometheus(), newOptions(), "", ""},
 		{"generates the named ServiceAccount when it does not exist", newPrometheus(withServiceAccountName("custom")), newOptions(), "custom", "custom"},
 		{"uses an existing ServiceAccount without generating one", newPrometheus(withServiceAccountName("custom")), newOptions(serviceAccountExists()), "", "custom"},
-		{"generates prometheus-<name> even if told one exists when none is named", newPrometheus(), newOptions(serviceAccountExists()), "prometheus-k8s", "prometheus-k8s"},
+		{"generates none when told one exists but none is named", newPrometheus(), newOptions(serviceAccountExists()), "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -486,9 +487,16 @@ func TestServiceAccount(t *testing.T) {
 			if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
 				t.Errorf("the ServiceAccount token is not mounted")
 			}
+			// The generated RBAC binds the account the pods run as: "default" when the
+			// pod template names none (the apiserver's ServiceAccount admission runs them as
+			// that).
+			bound := tc.podRunAs
+			if bound == "" {
+				bound = "default"
+			}
 			for _, b := range find[*rbacv1.RoleBinding](objs) {
-				if b.Subjects[0].Name != tc.podRunAs {
-					t.Errorf("RoleBinding %s binds %q", b.Name, b.Subjects[0].Name)
+				if b.Subjects[0].Name != bound {
+					t.Errorf("RoleBinding %s binds %q, want %q", b.Name, b.Subjects[0].Name, bound)
 				}
 			}
 		})
@@ -500,7 +508,7 @@ func isRBAC(o workload.Object) bool {
 }
 
 func TestObjectsOrder(t *testing.T) {
-	objs := mustObjects(t, newPrometheus(withShards(2)), newOptions(discoveringEverywhere(), discoveringNodes()))
+	objs := mustObjects(t, newPrometheus(withShards(2), withServiceAccountName("prometheus-k8s")), newOptions(discoveringEverywhere(), discoveringNodes()))
 	var kinds []string
 	for _, o := range objs {
 		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName())

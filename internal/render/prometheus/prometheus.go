@@ -32,7 +32,8 @@ type Options struct {
 	DiscoverNodes bool
 	// ServiceAccountExists tells that spec.serviceAccountName names a ServiceAccount that
 	// exists and that Lookout did not generate (it carries no LabelPrometheus). Otherwise
-	// a ServiceAccount is generated: spec.serviceAccountName if set, else prometheus-<name>.
+	// a ServiceAccount of that name is generated. With the field empty the pods run as
+	// "default" and none is generated.
 	// Counting a generated one as existing would make the next reconcile prune it.
 	ServiceAccountExists bool
 	// ReloaderImage is the lookout-reloader image, e.g. "lookout-reloader:v0.1.0".

@@ -120,10 +120,11 @@ func discoveryNamespaces(in []string) []string {
 	return slices.Compact(out)
 }
 
-// serviceAccount is the generated ServiceAccount, or nil when spec.serviceAccountName
-// names one that exists.
+// serviceAccount is the ServiceAccount spec.serviceAccountName names when it does not exist
+// yet, or nil: when the field is empty the pods run as the namespace's "default", which
+// every namespace has, and Lookout generates none.
 func serviceAccount(p *monitoringv1.Prometheus, opts Options) *corev1.ServiceAccount {
-	if p.Spec.ServiceAccountName != "" && opts.ServiceAccountExists {
+	if p.Spec.ServiceAccountName == "" || opts.ServiceAccountExists {
 		return nil
 	}
 	return &corev1.ServiceAccount{

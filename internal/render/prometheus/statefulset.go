@@ -137,7 +137,7 @@ func podSpec(p *monitoringv1.Prometheus, opts Options, shard int32) (corev1.PodS
 		InitContainers:     initContainers,
 		Containers:         containers,
 		Volumes:            volumes(p),
-		ServiceAccountName: ServiceAccountName(p),
+		ServiceAccountName: s.ServiceAccountName,
 		// Without the token the reloader follows the mounted config files (the kubelet's
 		// sync, up to a minute) instead of the API, and Kubernetes discovery needs
 		// spec.apiserverConfig or a token the user mounts, as the API documents.

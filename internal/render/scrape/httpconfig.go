@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -107,11 +108,7 @@ func (g *generator) endpointHTTP(job *scrapeJob, ns, field string, scheme *monit
 			return rej
 		}
 	}
-	var classTLS *monitoringv1.TLSConfig
-	if class != nil {
-		classTLS = class.TLSConfig
-	}
-	if job.TLSConfig, rej = g.endpointTLS(ns, fieldPath(field, "tlsConfig"), hc.TLSConfig, classTLS); rej != nil {
+	if job.TLSConfig, rej = g.endpointTLS(ns, fieldPath(field, "tlsConfig"), hc.TLSConfig, class); rej != nil {
 		return rej
 	}
 
@@ -315,27 +312,59 @@ func usableTLSMaterial(field string, t *tlsConfig) *rejection {
 	return nil
 }
 
-// endpointTLS merges the endpoint's TLS config with its scrape class's file paths; the
-// endpoint's own CA and client certificate, inline or from files, win.
-func (g *generator) endpointTLS(ns, field string, ep, class *monitoringv1.TLSConfig) (*tlsConfig, *rejection) {
-	out := &tlsConfig{}
-	if ep != nil {
-		var rej *rejection
-		if out, rej = g.safeTLS(ns, field, &ep.SafeTLSConfig); rej != nil {
-			return nil, rej
-		}
-		out.CAFile, out.CertFile, out.KeyFile = ep.CAFile, ep.CertFile, ep.KeyFile
-	}
+// endpointTLS is the TLS config of an endpoint with scrape class class, as the existing
+// operator merges them: an endpoint without a TLS config of its own takes the class's whole
+// TLS config (its CA, certificate and key read from the Prometheus's namespace, like the
+// class's authorization); one with its own takes from the class only the file paths it
+// leaves unset, each of CA, certificate and key on its own.
+func (g *generator) endpointTLS(ns, field string, ep *monitoringv1.TLSConfig, class *monitoringv1.ScrapeClass) (*tlsConfig, *rejection) {
+	var classTLS *monitoringv1.TLSConfig
 	if class != nil {
-		if out.CAFile == "" && out.CA == "" {
-			out.CAFile = class.CAFile
+		classTLS = class.TLSConfig
+	}
+	if ep == nil {
+		if classTLS == nil {
+			return nil, nil
 		}
-		if out.CertFile == "" && out.KeyFile == "" && out.Cert == "" && out.Key == "" {
-			out.CertFile, out.KeyFile = class.CertFile, class.KeyFile
+		return g.tlsWithFiles(g.prom.Namespace, fmt.Sprintf("scrapeClass %q tlsConfig", class.Name), classTLS)
+	}
+	out, rej := g.tlsWithFiles(ns, field, ep)
+	if rej != nil {
+		return nil, rej
+	}
+	if classTLS != nil {
+		if out.CAFile == "" && out.CA == "" {
+			out.CAFile = classTLS.CAFile
+		}
+		if out.CertFile == "" && out.Cert == "" {
+			out.CertFile = classTLS.CertFile
+		}
+		if out.KeyFile == "" && out.Key == "" {
+			out.KeyFile = classTLS.KeyFile
 		}
 	}
 	if *out == (tlsConfig{}) {
 		return nil, nil
 	}
+	return out, nil
+}
+
+// withoutFiles is the TLS config of a kind whose API has no file fields. An empty one counts
+// as none, as with the existing operator: the scrape class's whole TLS config applies.
+func withoutFiles(t *monitoringv1.SafeTLSConfig) *monitoringv1.TLSConfig {
+	if t == nil || reflect.ValueOf(*t).IsZero() {
+		return nil
+	}
+	return &monitoringv1.TLSConfig{SafeTLSConfig: *t}
+}
+
+// tlsWithFiles is a TLS config whose CA, certificate and key come from Secrets or ConfigMaps in
+// namespace ns or from files in the Prometheus container.
+func (g *generator) tlsWithFiles(ns, field string, t *monitoringv1.TLSConfig) (*tlsConfig, *rejection) {
+	out, rej := g.safeTLS(ns, field, &t.SafeTLSConfig)
+	if rej != nil {
+		return nil, rej
+	}
+	out.CAFile, out.CertFile, out.KeyFile = t.CAFile, t.CertFile, t.KeyFile
 	return out, nil
 }

@@ -105,9 +105,7 @@ func (g *generator) podEndpointJob(mc *monitorContext, i int, ep *monitoringv1.P
 		HTTPConfigWithTLSFiles: monitoringv1.HTTPConfigWithTLSFiles{HTTPConfigWithoutTLS: ep.HTTPConfigWithoutTLS},
 		ProxyConfig:            ep.ProxyConfig,
 	}
-	if ep.TLSConfig != nil {
-		hc.TLSConfig = &monitoringv1.TLSConfig{SafeTLSConfig: *ep.TLSConfig}
-	}
+	hc.TLSConfig = withoutFiles(ep.TLSConfig)
 	if rej := g.endpointHTTP(job, mc.namespace, field, ep.Scheme, &hc, "", mc.class); rej != nil {
 		return nil, rej
 	}

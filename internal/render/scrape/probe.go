@@ -101,9 +101,7 @@ func (g *generator) probeJobs(p *monitoringv1.Probe) ([]*scrapeJob, discovery, *
 	if spec.Authorization != nil {
 		hc.Authorization = spec.Authorization
 	}
-	if spec.TLSConfig != nil {
-		hc.TLSConfig = &monitoringv1.TLSConfig{SafeTLSConfig: *spec.TLSConfig}
-	}
+	hc.TLSConfig = withoutFiles(spec.TLSConfig)
 	if rej = g.endpointHTTP(job, p.Namespace, "", nil, &hc, "", mc.class); rej != nil {
 		return nil, discovery{}, rej
 	}

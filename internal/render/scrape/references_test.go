@@ -39,6 +39,7 @@ func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 		Name:          "default",
 		Default:       ptr(true),
 		Authorization: &monitoringv1.Authorization{SafeAuthorization: monitoringv1.SafeAuthorization{Credentials: sec("class-token")}},
+		TLSConfig:     &monitoringv1.TLSConfig{SafeTLSConfig: *tls("class")},
 	}), withAlertmanagers(
 		alertmanagerEndpoints("am0", "web", func(am *monitoringv1.AlertmanagerEndpoints) {
 			am.TLSConfig = &monitoringv1.TLSConfig{SafeTLSConfig: *tls("am0")}
@@ -63,7 +64,7 @@ func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 		endpoint(withEP(func(ep *monitoringv1.Endpoint) {
 			ep.Authorization = &monitoringv1.SafeAuthorization{Credentials: sec("ep3-authz")}
 		})),
-		endpoint(), // the scrape class's authorization
+		endpoint(), // the scrape class's authorization and TLS config
 	))
 	pm := newPodMonitor("pm-ns", "pm", withPodEndpoints(podEndpoint(withPEP(func(ep *monitoringv1.PodMetricsEndpoint) {
 		ep.Authorization = &monitoringv1.SafeAuthorization{Credentials: sec("pm-authz")}
@@ -107,7 +108,7 @@ func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 		ns, name, _ := strings.Cut(key, "/")
 		in = withConfigMaps(in, newConfigMap(ns, name, map[string]string{"v": "x", "ca.crt": testPEM("ca.crt")}))
 	}
-	if !slices.Contains(secretKeys, "monitoring/class-token") || !slices.Contains(secretKeys, "monitoring/am2-secret") ||
+	if !slices.Contains(secretKeys, "monitoring/class-token") || !slices.Contains(secretKeys, "monitoring/class-key") || !slices.Contains(secretKeys, "monitoring/am2-secret") ||
 		!slices.Contains(configMapKeys, "monitoring/am0-ca") || !slices.Contains(configMapKeys, "sc-ns/http-sd-oauth-ca") {
 		t.Errorf("References: Secrets %v\nConfigMaps %v", secretKeys, configMapKeys)
 	}

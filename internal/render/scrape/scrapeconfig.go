@@ -87,9 +87,7 @@ func (g *generator) scrapeConfigJobs(sc *monitoringv1alpha1.ScrapeConfig) ([]*sc
 		}},
 		ProxyConfig: spec.ProxyConfig,
 	}
-	if spec.TLSConfig != nil {
-		hc.TLSConfig = &monitoringv1.TLSConfig{SafeTLSConfig: *spec.TLSConfig}
-	}
+	hc.TLSConfig = withoutFiles(spec.TLSConfig)
 	if rej = g.endpointHTTP(job, sc.Namespace, "", spec.Scheme, &hc, "", mc.class); rej != nil {
 		return nil, discovery{}, rej
 	}

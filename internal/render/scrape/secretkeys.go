@@ -177,6 +177,9 @@ func walkReferences(in Input, v referenceVisitor) {
 			if a := p.Spec.ScrapeClasses[i].Authorization; a != nil {
 				r.authorization(&a.SafeAuthorization)
 			}
+			if t := p.Spec.ScrapeClasses[i].TLSConfig; t != nil {
+				r.tls(&t.SafeTLSConfig)
+			}
 		}
 		if a := p.Spec.Alerting; a != nil {
 			for i := range a.Alertmanagers {
