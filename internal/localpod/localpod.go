@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,6 +54,9 @@ type mountPlan struct {
 	// Cred is the user the program runs as (nil: the helper's, root); see
 	// security.go.
 	Cred *credential
+	// Program is the file the helper execs, Argv[0] opened before the mounts
+	// (empty: Argv[0]).
+	Program string `json:"-"`
 }
 
 // MaybeMountExec must run first in main() (or TestMain) of any program that
@@ -79,11 +83,29 @@ func MaybeMountExec() {
 			os.Exit(127)
 		}
 	}
-	for _, b := range plan.Binds {
-		if err := syscall.Mount(b[0], b[1], "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+	// Every source, and the program, is opened before the first mount: a
+	// volume mounted at /tmp would otherwise hide the sources of the later
+	// ones, and a program under /tmp, when they live there. The mount and the
+	// exec then take the open file.
+	if fd, err := syscall.Open(plan.Argv[0], syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
+		plan.Program = fmt.Sprintf("/proc/self/fd/%d", fd)
+	}
+	sources := make([]int, len(plan.Binds))
+	for i, b := range plan.Binds {
+		fd, err := syscall.Open(b[0], unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "localpod: open %s: %v\n", b[0], err)
+			os.Exit(127)
+		}
+		sources[i] = fd
+	}
+	for i, b := range plan.Binds {
+		src := fmt.Sprintf("/proc/self/fd/%d", sources[i])
+		if err := syscall.Mount(src, b[1], "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			fmt.Fprintf(os.Stderr, "localpod: bind %s at %s: %v\n", b[0], b[1], err)
 			os.Exit(127)
 		}
+		syscall.Close(sources[i])
 	}
 	if plan.PIDNS != "" {
 		runInPIDNamespace(plan.PIDNS, plan.Argv, plan.Dir)
@@ -94,7 +116,7 @@ func MaybeMountExec() {
 			os.Exit(127)
 		}
 	}
-	execProgram(plan.Argv, plan.Dir, mountExecEnv)
+	execProgramFile(plan.Program, plan.Argv, plan.Dir, mountExecEnv)
 }
 
 // Options describe how to run one pod.

@@ -94,12 +94,15 @@ func TestAPodRunsAsItsSecurityContextsUserAndItsClaimOutlivesIt(t *testing.T) {
 		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](uid), RunAsGroup: ptr.To[int64](uid), FSGroup: ptr.To[int64](fsGroup),
 		},
+		// An emptyDir at /tmp, which hides the host's /tmp, where the program and
+		// the pod's files are.
 		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-0"}}}},
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-0"}}},
+			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 		Containers: []corev1.Container{{
 			Name: "db", Command: []string{"/bin/user-helper"}, Args: []string{"/var/lib/db"},
 			Env:          []corev1.EnvVar{{Name: userHelperEnv, Value: "1"}},
-			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/db"}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/db"}, {Name: "tmp", MountPath: "/tmp"}},
 		}},
 	}
 	run := func() userInfo {
