@@ -53,6 +53,10 @@ type Writer struct {
 	// Timeout bounds each write; a commit that waits longer for a
 	// synchronous standby is unknown.
 	Timeout time.Duration
+	// Lookup, when set, resolves the host names of ConnString at each
+	// connect, as cluster DNS resolves a Service's name (e.g. to the
+	// endpoints of a <cluster>-primary Service).
+	Lookup pgconn.LookupFunc
 
 	mu      sync.Mutex
 	records []Record
@@ -93,7 +97,7 @@ func (w *Writer) Run(ctx context.Context) {
 		w.mu.Unlock()
 		wctx, cancel := context.WithTimeout(ctx, w.Timeout)
 		if conn == nil || conn.IsClosed() {
-			c, err := pgx.Connect(wctx, w.ConnString)
+			c, err := w.connect(wctx)
 			if err != nil {
 				r.Outcome, r.Err = Failed, err.Error()
 			} else {
@@ -135,6 +139,17 @@ func (w *Writer) Run(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
+}
+
+func (w *Writer) connect(ctx context.Context) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(w.ConnString)
+	if err != nil {
+		return nil, err
+	}
+	if w.Lookup != nil {
+		cfg.LookupFunc = w.Lookup
+	}
+	return pgx.ConnectConfig(ctx, cfg)
 }
 
 // Records is a copy of the log so far.
