@@ -11,7 +11,7 @@ LDFLAGS   := -X github.com/lookout-operator/lookout/internal/version.Version=$(V
 MONITORING := github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build tools test unit integration manifests verify demo fmt vet clean images demo-node
+.PHONY: all build tools test unit integration manifests verify demo fmt vet clean images demo-node demo-postgres
 
 all: build
 
@@ -65,6 +65,10 @@ verify: manifests vet ## Regenerate everything and fail when the tree changed
 demo: ## Start a local control plane with Lookout and an example, and explain how to explore it (builds only the binaries it runs)
 	$(GO) run ./hack/tools $(DEMO_TOOLS) >/dev/null
 	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)' $(DEMO_FLAGS)   # DEMO_FLAGS=-exit: stop after the results (to time a run)
+
+demo-postgres: ## make demo plus a 3-instance PostgresCluster (PGO's quickstart): writes through its Secret's uri, kills the primary, prints the failover time and the writes lost (0); Lookout's Prometheus scrapes the instances (needs postgresql-15)
+	$(GO) run ./hack/tools $(DEMO_TOOLS) >/dev/null
+	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)' -postgres $(DEMO_FLAGS)
 
 demo-node: tools ## The operator as a Deployment from its image (kustomize base) and its Prometheus, on a real kubelet (containerd, runc, CNI bridge); see docs/real-node.md
 	$(GO) run ./hack/demo-node

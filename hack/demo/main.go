@@ -42,12 +42,13 @@ func main() {
 	testhost.MaybeServe()
 	exitAfter := flag.Bool("exit", false, "stop after printing the results instead of waiting for Ctrl-C")
 	ldflags := flag.String("ldflags", "", "ldflags for building lookout")
+	postgres := flag.Bool("postgres", false, "also run a 3-instance PostgresCluster (examples/postgres/), write through its user Secret, kill its primary and show the failover")
 	flag.Parse()
 	// The demo's own clients (controller-runtime's) log through its global
 	// logger; unset, it prints a "SetLogger was never called" stack trace
 	// in the middle of the demo's output after 30 s. Warnings only.
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err := run(*exitAfter, *ldflags); err != nil {
+	if err := run(*exitAfter, *ldflags, *postgres); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -57,7 +58,7 @@ func step(format string, args ...any) {
 	fmt.Printf("\n\033[1m==> "+format+"\033[0m\n", args...)
 }
 
-func run(exitAfter bool, ldflags string) error {
+func run(exitAfter bool, ldflags string, postgres bool) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("the demo runs Prometheus with bind-mounted volumes and a target in a network namespace: run it as root")
 	}
@@ -96,6 +97,12 @@ func run(exitAfter bool, ldflags string) error {
 	c, err := client.New(cp.RESTConfig, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		return err
+	}
+	if postgres {
+		step("Installing the PostgresCluster CRD (postgres-operator.crunchydata.com/v1beta1)")
+		if _, err := controlplane.InstallCRDs(ctx, cp.RESTConfig, filepath.Join(root, controlplane.PostgresCRDDir)); err != nil {
+			return err
+		}
 	}
 	// The pods the demo runs in network namespaces share this bridge; the host's address
 	// on it is the node's.
@@ -226,6 +233,14 @@ func run(exitAfter bool, ldflags string) error {
 	ex.Stdout, ex.Stderr = os.Stdout, os.Stderr
 	_ = ex.Run()
 
+	if postgres {
+		stopPostgres, err := runPostgres(ctx, c, cp, bins, network, root, out, kc)
+		defer stopPostgres()
+		if err != nil {
+			return err
+		}
+	}
+
 	step("Explore")
 	fmt.Printf(`    export KUBECONFIG=%s
     %s get pods -o wide                                 # the pods the demo runs, on Node lookout-local
@@ -274,6 +289,9 @@ func applyExamples(ctx context.Context, c client.Client, dir string, skip ...str
 			}
 			if len(obj.Object) == 0 {
 				continue
+			}
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace("default") // as kubectl apply would (examples/postgres/hippo.yaml)
 			}
 			if err := c.Create(ctx, obj); err != nil {
 				return fmt.Errorf("create %s %s from %s: %w", obj.GetKind(), obj.GetName(), filepath.Base(f), err)

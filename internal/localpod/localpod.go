@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +51,12 @@ type mountPlan struct {
 	// PIDNS is the pod's PID namespace (a /proc/<pid>/ns/pid path) with
 	// shareProcessNamespace; see pidns.go.
 	PIDNS string
+	// Cred is the user the program runs as (nil: the helper's, root); see
+	// security.go.
+	Cred *credential
+	// Program is the file the helper execs, Argv[0] opened before the mounts
+	// (empty: Argv[0]).
+	Program string `json:"-"`
 }
 
 // MaybeMountExec must run first in main() (or TestMain) of any program that
@@ -76,16 +83,40 @@ func MaybeMountExec() {
 			os.Exit(127)
 		}
 	}
-	for _, b := range plan.Binds {
-		if err := syscall.Mount(b[0], b[1], "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+	// Every source, and the program, is opened before the first mount: a
+	// volume mounted at /tmp would otherwise hide the sources of the later
+	// ones, and a program under /tmp, when they live there. The mount and the
+	// exec then take the open file.
+	if fd, err := syscall.Open(plan.Argv[0], syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
+		plan.Program = fmt.Sprintf("/proc/self/fd/%d", fd)
+	}
+	sources := make([]int, len(plan.Binds))
+	for i, b := range plan.Binds {
+		fd, err := syscall.Open(b[0], unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "localpod: open %s: %v\n", b[0], err)
+			os.Exit(127)
+		}
+		sources[i] = fd
+	}
+	for i, b := range plan.Binds {
+		src := fmt.Sprintf("/proc/self/fd/%d", sources[i])
+		if err := syscall.Mount(src, b[1], "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			fmt.Fprintf(os.Stderr, "localpod: bind %s at %s: %v\n", b[0], b[1], err)
 			os.Exit(127)
 		}
+		syscall.Close(sources[i])
 	}
 	if plan.PIDNS != "" {
 		runInPIDNamespace(plan.PIDNS, plan.Argv, plan.Dir)
 	}
-	execProgram(plan.Argv, plan.Dir, mountExecEnv)
+	if plan.Cred != nil {
+		if err := become(plan.Cred); err != nil {
+			fmt.Fprintln(os.Stderr, "localpod:", err)
+			os.Exit(127)
+		}
+	}
+	execProgramFile(plan.Program, plan.Argv, plan.Dir, mountExecEnv)
 }
 
 // Options describe how to run one pod.
@@ -128,6 +159,11 @@ type Options struct {
 	Hosts map[string]string
 	// Dir is where volumes and logs go.
 	Dir string
+	// ClaimsDir holds the data of the pod's PersistentVolumeClaim volumes, a
+	// directory per claim name, which outlives the pod: a StatefulSet's
+	// replacement pod finds what the one before it wrote, as on a real
+	// volume. Keep it between runs of the pods of one claim.
+	ClaimsDir string
 	// Self is the executable that calls MaybeMountExec (default: this one).
 	Self string
 	// Node, when set, reports the pod to the API as a kubelet does (see report.go): the
@@ -148,6 +184,9 @@ type Pod struct {
 	syncDone chan struct{}
 	proxy    *apiProxy
 	hosts    string // the pod's /etc/hosts, when it has one
+	// passwd and group are the pod's /etc/passwd and /etc/group, when it
+	// runs as a user the host does not know (see security.go).
+	passwd, group string
 	// infra holds the pod's PID namespace with shareProcessNamespace, whose
 	// path is pidNS.
 	infra *exec.Cmd
@@ -222,7 +261,20 @@ func Start(ctx context.Context, o Options) (*Pod, error) {
 			return nil, err
 		}
 	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	var err error
+	if p.passwd, p.group, err = userFiles(o); err != nil {
+		p.Stop()
+		return nil, err
+	}
 	if o.Pod.ShareProcessNamespace != nil && *o.Pod.ShareProcessNamespace {
+		if p.passwd != "" || p.group != "" || anyCredential(o.Pod) {
+			p.Stop()
+			return nil, errors.New("localpod: shareProcessNamespace with runAsUser is not supported")
+		}
 		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 			p.Stop()
 			return nil, err
@@ -280,19 +332,38 @@ func Start(ctx context.Context, o Options) (*Pod, error) {
 func (p *Pod) materialize(ctx context.Context, o Options) (map[string]string, []*syncedVolume, error) {
 	out := map[string]string{}
 	var synced []*syncedVolume
+	fsGroup := fsGroupOf(o.Pod)
+	sa := filepath.Join(o.Dir, "volumes", "serviceaccount")
 	for _, v := range o.Pod.Volumes {
+		if serviceAccountVolume(v) {
+			// The token volume the ServiceAccount admission adds to a Pod: the
+			// service-account directory written below.
+			out[v.Name] = sa
+			continue
+		}
 		dir := filepath.Join(o.Dir, "volumes", v.Name)
+		if v.PersistentVolumeClaim != nil {
+			if o.ClaimsDir == "" {
+				return nil, nil, fmt.Errorf("volume %s: a PersistentVolumeClaim volume needs Options.ClaimsDir", v.Name)
+			}
+			dir = filepath.Join(o.ClaimsDir, v.PersistentVolumeClaim.ClaimName)
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, err
 		}
 		switch {
 		case v.Secret != nil:
-			synced = append(synced, &syncedVolume{dir: dir, kind: "Secret", name: v.Secret.SecretName, optional: v.Secret.Optional != nil && *v.Secret.Optional})
+			synced = append(synced, &syncedVolume{dir: dir, kind: "Secret", name: v.Secret.SecretName, optional: v.Secret.Optional != nil && *v.Secret.Optional,
+				mode: fileMode(v.Secret.DefaultMode), gid: fsGroup})
 		case v.ConfigMap != nil:
-			synced = append(synced, &syncedVolume{dir: dir, kind: "ConfigMap", name: v.ConfigMap.Name, optional: v.ConfigMap.Optional != nil && *v.ConfigMap.Optional})
-		case v.EmptyDir != nil:
+			synced = append(synced, &syncedVolume{dir: dir, kind: "ConfigMap", name: v.ConfigMap.Name, optional: v.ConfigMap.Optional != nil && *v.ConfigMap.Optional,
+				mode: fileMode(v.ConfigMap.DefaultMode), gid: fsGroup})
+		case v.EmptyDir != nil, v.PersistentVolumeClaim != nil:
+			if err := ownWritable(dir, fsGroup, v.EmptyDir != nil); err != nil {
+				return nil, nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
 		default:
-			return nil, nil, fmt.Errorf("volume %s: only Secret, ConfigMap and emptyDir volumes can run locally", v.Name)
+			return nil, nil, fmt.Errorf("volume %s: only Secret, ConfigMap, emptyDir and PersistentVolumeClaim volumes can run locally", v.Name)
 		}
 		out[v.Name] = dir
 	}
@@ -301,7 +372,6 @@ func (p *Pod) materialize(ctx context.Context, o Options) (map[string]string, []
 			return nil, nil, err
 		}
 	}
-	sa := filepath.Join(o.Dir, "volumes", "serviceaccount")
 	if err := os.MkdirAll(sa, 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -314,12 +384,30 @@ func (p *Pod) materialize(ctx context.Context, o Options) (map[string]string, []
 	return out, synced, nil
 }
 
+// serviceAccountVolume says whether v is the projected token volume
+// (kube-api-access-*) the ServiceAccount admission adds to a Pod.
+func serviceAccountVolume(v corev1.Volume) bool {
+	if v.Projected == nil {
+		return false
+	}
+	for _, s := range v.Projected.Sources {
+		if s.ServiceAccountToken != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *Pod) run(o Options, c corev1.Container, volumes map[string]string) (*Container, error) {
 	argv, err := commandLine(o, c)
 	if err != nil {
 		return nil, err
 	}
-	plan := mountPlan{Argv: argv, NetNS: o.NetNS, PIDNS: p.pidNS}
+	cred, err := credentialOf(o.Pod, c)
+	if err != nil {
+		return nil, err
+	}
+	plan := mountPlan{Argv: argv, NetNS: o.NetNS, PIDNS: p.pidNS, Cred: cred}
 	mounts := append([]corev1.VolumeMount(nil), c.VolumeMounts...)
 	sort.Slice(mounts, func(i, j int) bool { return mounts[i].MountPath < mounts[j].MountPath })
 	for _, m := range mounts {
@@ -344,6 +432,9 @@ func (p *Pod) run(o Options, c corev1.Container, volumes map[string]string) (*Co
 	plan.Binds = append(plan.Binds, [2]string{volumes["\x00serviceaccount"], ServiceAccountDir})
 	if p.hosts != "" {
 		plan.Binds = append(plan.Binds, [2]string{p.hosts, "/etc/hosts"})
+	}
+	if p.passwd != "" {
+		plan.Binds = append(plan.Binds, [2]string{p.passwd, "/etc/passwd"}, [2]string{p.group, "/etc/group"})
 	}
 	raw, err := json.Marshal(plan)
 	if err != nil {

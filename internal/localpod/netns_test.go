@@ -36,6 +36,10 @@ func TestMain(m *testing.M) {
 		helperMain()
 		os.Exit(0)
 	}
+	if os.Getenv(userHelperEnv) != "" {
+		userHelperMain()
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

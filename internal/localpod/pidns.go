@@ -146,10 +146,18 @@ func runInPIDNamespace(path string, argv []string, dir string) {
 // execProgram replaces this process with argv, without the variable that made it a
 // helper.
 func execProgram(argv []string, dir, helperEnv string) {
+	execProgramFile("", argv, dir, helperEnv)
+}
+
+// execProgramFile execs program (argv[0] when empty) with argv.
+func execProgramFile(program string, argv []string, dir, helperEnv string) {
 	if dir != "" {
 		_ = os.Chdir(dir)
 	}
-	err := syscall.Exec(argv[0], argv, withoutEnv(os.Environ(), helperEnv))
+	if program == "" {
+		program = argv[0]
+	}
+	err := syscall.Exec(program, argv, withoutEnv(os.Environ(), helperEnv))
 	fail("exec %s: %v", argv[0], err)
 }
 

@@ -31,13 +31,9 @@ import (
 // processes and confirms the deletion. It runs a pod once: the replacement a controller
 // makes for a failed or deleted pod stays Pending until someone runs it.
 //
-// What a kubelet does that is not done here, and where it would go: runAsUser,
-// runAsGroup and supplementalGroups are the helper's to take (setgroups, setgid, setuid
-// in MaybeMountExec, after the mounts and before the exec: the plan would carry them);
-// fsGroup is a chown of the volume directories materialize makes; a volume that outlives
-// its pod (a StatefulSet's volumeClaimTemplates, which the pod names only in its
-// volumeMounts) is a directory named after the claim (<template>-<pod>) under a root the
-// caller keeps between runs, which materialize binds instead of a fresh one.
+// What a kubelet does with a pod's securityContext and its claims is in security.go and
+// materialize: the user, groups and fsGroup, and PersistentVolumeClaim volumes as
+// directories under Options.ClaimsDir that outlive the pod.
 
 // podWait bounds the wait for a controller to make the Pod object.
 const podWait = 60 * time.Second

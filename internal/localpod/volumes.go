@@ -23,8 +23,11 @@ type syncedVolume struct {
 	kind     string // Secret or ConfigMap
 	name     string
 	optional bool
-	current  map[string][]byte
-	version  int
+	// mode is each file's mode, gid its group (the pod's fsGroup; -1: root's).
+	mode    os.FileMode
+	gid     int
+	current map[string][]byte
+	version int
 }
 
 func (v *syncedVolume) sync(ctx context.Context, c client.Reader, ns string) error {
@@ -73,9 +76,23 @@ func (v *syncedVolume) write(data map[string][]byte) error {
 	if err := os.MkdirAll(genDir, 0o755); err != nil {
 		return err
 	}
+	mode := v.mode
+	if mode == 0 {
+		mode = 0o644
+	}
 	for k, b := range data {
-		if err := os.WriteFile(filepath.Join(genDir, k), b, 0o644); err != nil {
+		path := filepath.Join(genDir, k)
+		if err := os.WriteFile(path, b, mode); err != nil {
 			return err
+		}
+		// WriteFile's mode passes the umask.
+		if err := os.Chmod(path, mode); err != nil {
+			return err
+		}
+		if v.gid >= 0 {
+			if err := os.Chown(path, -1, v.gid); err != nil {
+				return err
+			}
 		}
 	}
 	tmp := filepath.Join(v.dir, "..data_tmp")

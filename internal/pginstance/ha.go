@@ -574,7 +574,7 @@ func (m *Manager) takeOver(ctx context.Context, cfg *pgcontract.Config, lease *c
 	}
 	m.noteLease(taken)
 	m.log.Info("Took the lease", "write", time.Since(started).Round(time.Millisecond), "reason", why)
-	return m.promote(ctx, started)
+	return m.promote(ctx, started, pgcontract.PromotionFailover)
 }
 
 // takeHandover promotes the target of a switchover once it holds every
@@ -600,7 +600,7 @@ func (m *Manager) takeHandover(ctx context.Context, cfg *pgcontract.Config, leas
 		m.fence("renew the handed-over lease: " + err.Error())
 		return nil
 	}
-	return m.promote(ctx, started)
+	return m.promote(ctx, started, pgcontract.PromotionSwitchover)
 }
 
 // applySyncBeforePromotion makes postgres run with the synchronous set the
@@ -626,7 +626,9 @@ func (m *Manager) applySyncBeforePromotion(ctx context.Context, cfg *pgcontract.
 	}
 }
 
-func (m *Manager) promote(ctx context.Context, renewed time.Time) error {
+// promote makes this instance primary; reason (pgcontract.PromotionFailover or
+// PromotionSwitchover) is what its status reports of the promotion.
+func (m *Manager) promote(ctx context.Context, renewed time.Time, reason string) error {
 	m.mu.Lock()
 	m.role, m.lastRenew, m.following = pgcontract.RolePrimary, renewed, ""
 	lost := m.lostSince
@@ -651,7 +653,7 @@ func (m *Manager) promote(ctx context.Context, renewed time.Time) error {
 	}()
 	m.mu.Lock()
 	m.needRewind, m.fenced = false, false
-	m.status.LastPromotion = &now
+	m.status.LastPromotion, m.status.LastPromotionReason = &now, reason
 	m.status.FailoverBlocked = ""
 	if !lost.IsZero() {
 		m.status.LastPromotionDuration = pgcontract.Duration{Duration: now.Sub(lost)}

@@ -57,6 +57,10 @@ type Writer struct {
 	// FirstID: the ids written are FirstID+1, FirstID+2, ... (several
 	// writers into one table take blocks of their own).
 	FirstID int64
+	// Lookup, when set, resolves the host names of ConnString at each
+	// connect, as cluster DNS resolves a Service's name (e.g. to the
+	// endpoints of a <cluster>-primary Service).
+	Lookup pgconn.LookupFunc
 
 	mu      sync.Mutex
 	records []Record
@@ -103,7 +107,7 @@ func (w *Writer) Run(ctx context.Context) {
 		// first in the list) must not leave the write too little time.
 		if conn == nil || conn.IsClosed() {
 			cctx, cancel := context.WithTimeout(ctx, w.Timeout)
-			c, err := pgx.Connect(cctx, w.ConnString)
+			c, err := w.connect(cctx)
 			cancel()
 			if err != nil {
 				r.Outcome, r.Err = Failed, err.Error()
@@ -147,6 +151,17 @@ func (w *Writer) Run(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
+}
+
+func (w *Writer) connect(ctx context.Context) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(w.ConnString)
+	if err != nil {
+		return nil, err
+	}
+	if w.Lookup != nil {
+		cfg.LookupFunc = w.Lookup
+	}
+	return pgx.ConnectConfig(ctx, cfg)
 }
 
 // Records is a copy of the log so far.

@@ -73,8 +73,9 @@ func servicePorts(c *postgresv1beta1.PostgresCluster, spec *postgresv1beta1.Serv
 }
 
 // instanceRBAC lets the instance managers do their part and nothing else:
-// hold the cluster's Lease, label their own pods, read the config Secret by
-// name, and report Events. Pod names are known: each instance has one.
+// hold the cluster's Lease, label their own pods, list the pods of the
+// namespace (their peers' addresses), read the config Secret by name, and
+// report Events. Pod names are known: each instance has one.
 func instanceRBAC(c *postgresv1beta1.PostgresCluster, instances []string) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
 	name := InstanceRBACName(c.Name)
 	pods := make([]string, len(instances))
@@ -94,6 +95,9 @@ func instanceRBAC(c *postgresv1beta1.PostgresCluster, instances []string) (*core
 			// create cannot be limited to a name: the apiserver does not know it yet.
 			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 			{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: pods, Verbs: []string{"get", "patch"}},
+			// The managers find their peers' addresses by listing the cluster's
+			// pods by label, which RBAC cannot limit to names: read-only.
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 			{APIGroups: []string{""}, Resources: []string{"secrets"},
 				ResourceNames: []string{pgcontract.ConfigSecretName(c.Name)}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},

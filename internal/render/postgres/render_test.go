@@ -285,7 +285,7 @@ func TestCertificatesAndUserSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := uri.User.Password(); uri.Scheme != "postgresql" || uri.User.Username() != "hippo" || p != pw || uri.Host != "hippo-primary.zoo.svc:5432" || uri.Path != "/hippo" {
+	if p, _ := uri.User.Password(); uri.Scheme != "postgresql" || uri.User.Username() != "hippo" || p != pw || uri.Host != "hippo-primary.zoo.svc:5432" || uri.Path != "/hippo" || uri.Query().Get("channel_binding") != "disable" {
 		t.Errorf("uri %s", uri)
 	}
 	jdbc, err := url.Parse(strings.TrimPrefix(string(u.Data["jdbc-uri"]), "jdbc:"))
