@@ -42,7 +42,7 @@ func main() {
 	testhost.MaybeServe()
 	exitAfter := flag.Bool("exit", false, "stop after printing the results instead of waiting for Ctrl-C")
 	ldflags := flag.String("ldflags", "", "ldflags for building lookout")
-	postgres := flag.Bool("postgres", false, "also run a 3-instance PostgresCluster (examples/postgres/), write through its user Secret, kill its primary and show the failover")
+	postgres := flag.Bool("postgres", false, "also run a 3-instance PostgresCluster (examples-postgres/), write through its user Secret, kill its primary and show the failover")
 	flag.Parse()
 	// The demo's own clients (controller-runtime's) log through its global
 	// logger; unset, it prints a "SetLogger was never called" stack trace
@@ -291,7 +291,7 @@ func applyExamples(ctx context.Context, c client.Client, dir string, skip ...str
 				continue
 			}
 			if obj.GetNamespace() == "" {
-				obj.SetNamespace("default") // as kubectl apply would (examples/postgres/hippo.yaml)
+				obj.SetNamespace("default") // as kubectl apply would (examples-postgres/hippo.yaml)
 			}
 			if err := c.Create(ctx, obj); err != nil {
 				return fmt.Errorf("create %s %s from %s: %w", obj.GetKind(), obj.GetName(), filepath.Base(f), err)

@@ -25,14 +25,14 @@ import (
 	"github.com/lookout-operator/lookout/internal/testhost"
 )
 
-// The PostgreSQL part of the demo (-postgres): examples/postgres/ holds PGO's quickstart
+// The PostgreSQL part of the demo (-postgres): examples-postgres/ holds PGO's quickstart
 // cluster (3 instances, user rhino with database zoo) and a Prometheus that selects the
 // PodMonitor and PrometheusRule the operator renders for every PostgresCluster.
 const (
 	pgNamespace = "default"
 	pgCluster   = "hippo"
 	pgUser      = "rhino"
-	// pgPrometheus is the Prometheus of examples/postgres/prometheus.yaml.
+	// pgPrometheus is the Prometheus of examples-postgres/prometheus.yaml.
 	pgPrometheus = "postgres"
 )
 
@@ -47,8 +47,8 @@ func runPostgres(ctx context.Context, c client.Client, cp *controlplane.ControlP
 			stops[i]()
 		}
 	}
-	step("Applying examples/postgres/ (PGO's quickstart PostgresCluster default/hippo, unchanged, and a Prometheus selecting its PodMonitor and PrometheusRule)")
-	if err := applyExamples(ctx, c, filepath.Join(root, "examples", "postgres")); err != nil {
+	step("Applying examples-postgres/ (PGO's quickstart PostgresCluster default/hippo, unchanged, and a Prometheus selecting its PodMonitor and PrometheusRule)")
+	if err := applyExamples(ctx, c, filepath.Join(root, "examples-postgres")); err != nil {
 		return stop, err
 	}
 	start := time.Now()
@@ -142,7 +142,7 @@ func runPostgres(ctx context.Context, c client.Client, cp *controlplane.ControlP
 	kc("get", "postgresclusters", "-n", pgNamespace)
 	kc("get", "pods", "-n", pgNamespace, "-l", pgcontract.LabelCluster+"="+pgCluster, "-L", pgcontract.LabelRole)
 
-	step("Running Prometheus default/postgres (examples/postgres/prometheus.yaml) in its own network namespace: it scrapes the instance managers through PodMonitor default/hippo-postgres")
+	step("Running Prometheus default/postgres (examples-postgres/prometheus.yaml) in its own network namespace: it scrapes the instance managers through PodMonitor default/hippo-postgres")
 	host, err := network.NewHost()
 	if err != nil {
 		return stop, err

@@ -49,7 +49,7 @@ const (
 func TestPGOManifestRunsThreeInstancesAndFailsOverWithoutLosingAWrite(t *testing.T) {
 	ns := fmt.Sprintf("pge2e-%d", time.Now().UnixNano()%1e6)
 	must(t, k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	kc(t, "apply", "-n", ns, "-f", filepath.Join("..", "..", "examples", "postgres", "hippo.yaml"))
+	kc(t, "apply", "-n", ns, "-f", filepath.Join("..", "..", "examples-postgres", "hippo.yaml"))
 
 	pods, err := devenv.RunPostgresPods(testCtx, k8s, cp, bins, network, ns, clusterName, filepath.Join(work, ns))
 	must(t, err)
