@@ -30,6 +30,8 @@ type Manager struct {
 	k        *kube
 	pg       *postgres
 	cfgw     *configWatch
+	br       *backrest
+	bk       backupState
 	password string
 
 	conn *pgx.Conn // to the local postgres, over the socket; loop only
@@ -95,6 +97,9 @@ func NewManager(o Options, log *slog.Logger) (*Manager, error) {
 		cfgw:   &configWatch{changed: make(chan struct{}, 1)},
 		podIPs: map[string]string{},
 	}
+	if m.br, err = newBackrest(o, rn); err != nil {
+		return nil, err
+	}
 	m.status.Instance = o.PodName
 	return m, nil
 }
@@ -123,6 +128,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.password = strings.TrimSpace(string(pw))
 	if err := m.pg.prepare(m.o.TLSDir, m.password); err != nil {
+		return err
+	}
+	if err := m.br.prepare(); err != nil {
 		return err
 	}
 	srv, err := m.serve()
@@ -303,6 +311,12 @@ func (m *Manager) confInput(cfg *pgcontract.Config, primary, ip string) confInpu
 		Parameters: cfg.Parameters, Port: cfg.Port, SocketDir: m.o.SocketDir, Instance: m.o.PodName, TLS: m.pg.tls,
 	}
 	m.mu.Lock()
+	in.Archive = m.br.archiveParameters(cfg)
+	if cfg.Backups != nil {
+		in.BackRestPath = m.br.confPath()
+		in.BackRest = renderBackRestConf(cfg.Backups.Stanza, cfg.Backups.Repos, cfg.Backups.Global, m.br.lockDir(),
+			m.o.PGDATA, m.o.SocketDir, cfg.Port)
+	}
 	in.SyncSet = m.appliedSync
 	if m.pendingSync != nil {
 		in.SyncSet = *m.pendingSync

@@ -37,6 +37,8 @@ type cluster struct {
 	names []string
 	// user and password of the application user the writer connects as.
 	user, password string
+	// args are more arguments of every instance manager.
+	args []string
 }
 
 type instance struct {
@@ -48,7 +50,8 @@ type instance struct {
 	log    *os.File
 }
 
-func newCluster(t *testing.T, n int, cfg pgcontract.Config) *cluster {
+// newCluster starts n instances; prepare runs before the first starts.
+func newCluster(t *testing.T, n int, cfg pgcontract.Config, prepare ...func(*cluster)) *cluster {
 	t.Helper()
 	ctx := context.Background()
 	c := &cluster{t: t, name: "pg", ns: fmt.Sprintf("pg-%d", time.Now().UnixNano()%1e9), insts: map[string]*instance{},
@@ -79,6 +82,9 @@ func newCluster(t *testing.T, n int, cfg pgcontract.Config) *cluster {
 		cfg.Users = []pgcontract.User{{Name: c.user, Databases: []string{"app"}, Verifier: scramVerifier(c.password)}}
 	}
 	c.cfg = cfg
+	for _, p := range prepare {
+		p(c)
+	}
 	c.writeConfig()
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", c.name, i)
@@ -141,6 +147,7 @@ func (c *cluster) start(name string) {
 		"--cluster", c.name, "--pgdata", filepath.Join(in.dir, "data", "pg15"), "--socket-dir", filepath.Join(in.dir, "run"),
 		"--tls-dir", filepath.Join(in.dir, "tls"), "--secrets-dir", filepath.Join(c.dir, "secrets"),
 		"--listen", fmt.Sprintf("%s:%d", in.host.IP, pgcontract.ManagerPort), "--kubeconfig", kubeconfig, "--bin-dir", binDir)
+	cmd.Args = append(cmd.Args, c.args...)
 	cmd.Env = append(os.Environ(), instanceEnv+"=1",
 		pgcontract.EnvPodName+"="+name, pgcontract.EnvPodNamespace+"="+c.ns, pgcontract.EnvPodIP+"="+in.host.IP)
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	// Re-executed as an instance manager inside a network namespace.
 	if os.Getenv(instanceEnv) != "" {
 		root := &cobra.Command{Use: "lookout", SilenceUsage: true}
-		root.AddCommand(pginstance.NewCommand())
+		root.AddCommand(pginstance.NewCommand(), pginstance.NewBackupCommand())
 		root.SetArgs(os.Args[1:])
 		if err := root.Execute(); err != nil {
 			fmt.Fprintln(os.Stderr, "Error:", err)
