@@ -186,6 +186,15 @@ type stanzaInfo struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"status"`
+	// Repo is each repository's status of the stanza: why it could not
+	// be read.
+	Repo []struct {
+		Key    int `json:"key"`
+		Status struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"status"`
+	} `json:"repo"`
 	Backup []struct {
 		Label     string `json:"label"`
 		Type      string `json:"type"`

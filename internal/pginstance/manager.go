@@ -217,9 +217,19 @@ func (m *Manager) bootstrap(ctx context.Context, cfg *pgcontract.Config) error {
 		if !m.pg.hasData() {
 			switch {
 			case lease == nil:
+				if cfg.Restore != nil {
+					if err := m.checkRestore(cfg); err != nil {
+						cfg = m.restoreFailed(ctx, cfg, err)
+						continue
+					}
+				}
 				err := m.initPrimary(ctx, cfg)
 				if apierrors.IsAlreadyExists(err) {
 					continue // another instance was first: clone it
+				}
+				if errors.Is(err, errRestore) {
+					cfg = m.restoreFailed(ctx, cfg, err)
+					continue
 				}
 				return err
 			case h == "" || h == m.o.PodName:
@@ -269,6 +279,9 @@ func (m *Manager) initPrimary(ctx context.Context, cfg *pgcontract.Config) error
 	m.lease, m.leaseSeen, m.lastRenew = lease, time.Now(), time.Now()
 	m.role = pgcontract.RolePrimary
 	m.mu.Unlock()
+	if cfg.Restore != nil {
+		return m.restorePrimary(ctx, cfg)
+	}
 	m.setState("Initializing", "initdb")
 	if err := m.pg.initdb(); err != nil {
 		return err
