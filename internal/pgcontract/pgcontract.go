@@ -251,6 +251,14 @@ const (
 	MetricSyncStandbys          = "lookout_pg_synchronous_standbys" // standbys a commit waits for (0: asynchronous)
 	MetricFailoverBlocked       = "lookout_pg_failover_blocked"     // 1 while a failover is refused
 	MetricPendingRestart        = "lookout_pg_pending_restart"      // parameters waiting for a restart
+
+	// With backups: archiving (pg_stat_archiver) and the last backups.
+	MetricArchiveLastArchived = "lookout_pg_archive_last_archived_timestamp_seconds"
+	MetricArchiveLastFailed   = "lookout_pg_archive_last_failed_timestamp_seconds"
+	MetricStanzaReady         = "lookout_pg_backup_stanza_ready"                      // 1 once stanza-create succeeded (primary)
+	MetricBackupLast          = "lookout_pg_backup_last_completion_timestamp_seconds" // labels repo, type
+	MetricBackupLastDuration  = "lookout_pg_backup_last_duration_seconds"             // labels repo, type
+	MetricBackupLastSize      = "lookout_pg_backup_last_repository_bytes"             // labels repo, type
 )
 
 // Backups configure pgBackRest on every instance (spec.backups.pgbackrest):

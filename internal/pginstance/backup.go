@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lookout-operator/lookout/internal/pgcontract"
 )
 
@@ -224,4 +226,47 @@ func RequestBackup(ctx context.Context, baseURL string, req pgcontract.BackupReq
 		return res, fmt.Errorf("%s backup of %s: %s", req.Type, req.Repo, res.Error)
 	}
 	return res, nil
+}
+
+var (
+	descArchived    = desc(pgcontract.MetricArchiveLastArchived, "When the last WAL segment was archived (pg_stat_archiver).")
+	descArchiveFail = desc(pgcontract.MetricArchiveLastFailed, "When archiving last failed (pg_stat_archiver).")
+	descStanza      = desc(pgcontract.MetricStanzaReady, "1 once the pgBackRest stanza exists in every repository (on the primary).")
+	descBackupLast  = desc(pgcontract.MetricBackupLast, "When the last successful backup this instance ran ended.", "repo", "type")
+	descBackupDur   = desc(pgcontract.MetricBackupLastDuration, "How long the last successful backup took.", "repo", "type")
+	descBackupSize  = desc(pgcontract.MetricBackupLastSize, "Bytes the last successful backup wrote to the repository.", "repo", "type")
+)
+
+// backupCollector turns archiving and backups into metrics, for a cluster
+// with backups.
+type backupCollector struct{ m *Manager }
+
+func (c *backupCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descArchived, descArchiveFail, descStanza, descBackupLast, descBackupDur, descBackupSize} {
+		ch <- d
+	}
+}
+
+func (c *backupCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.m.Status()
+	if st.Archive == nil {
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if t := st.Archive.LastArchivedTime; t != nil {
+		gauge(descArchived, float64(t.UnixNano())/1e9)
+	}
+	if t := st.Archive.LastFailedTime; t != nil {
+		gauge(descArchiveFail, float64(t.UnixNano())/1e9)
+	}
+	if st.Role == pgcontract.RolePrimary {
+		gauge(descStanza, b2f(st.Archive.StanzaReady))
+	}
+	for _, b := range st.Backups {
+		gauge(descBackupLast, float64(b.Start.Add(b.Duration.Duration).UnixNano())/1e9, b.Repo, b.Type)
+		gauge(descBackupDur, b.Duration.Seconds(), b.Repo, b.Type)
+		gauge(descBackupSize, float64(b.RepoSize), b.Repo, b.Type)
+	}
 }

@@ -20,7 +20,7 @@ func (m *Manager) serve() (*http.Server, error) {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&collector{m: m})
+	reg.MustRegister(&collector{m: m}, &backupCollector{m: m})
 	mux := http.NewServeMux()
 	mux.HandleFunc(pgcontract.PathLive, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))

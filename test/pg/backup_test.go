@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,13 +107,7 @@ func TestArchivingAndBackupsFollowThePrimary(t *testing.T) {
 	s3 := startS3(t)
 	c := newCluster(t, 3, backupConfig(s3), s3.credentials("repo1"))
 	primary := c.waitHealthy(3 * time.Minute)
-	c.waitFor(2*time.Minute, "the stanza", func() (bool, string) {
-		st, err := c.status(primary)
-		if err != nil || st.Archive == nil {
-			return false, fmt.Sprint(err)
-		}
-		return st.Archive.StanzaReady, st.Archive.StanzaError
-	})
+	c.waitStanza(primary)
 
 	start := time.Now()
 	res := c.backup(pgcontract.BackupFull)
@@ -131,6 +127,21 @@ func TestArchivingAndBackupsFollowThePrimary(t *testing.T) {
 	c.exec(`CREATE TABLE marker (id int PRIMARY KEY, at timestamptz DEFAULT now())`)
 	c.exec(`INSERT INTO marker (id) VALUES (1)`)
 	c.waitArchived(s3, c.switchWAL(primary))
+	c.waitFor(time.Minute, "the primary's archiving and backup metrics", func() (bool, string) {
+		resp, err := http.Get(c.managerURL(primary) + pgcontract.PathMetrics)
+		if err != nil {
+			return false, err.Error()
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, m := range []string{pgcontract.MetricArchiveLastArchived + " ", pgcontract.MetricStanzaReady + " 1",
+			pgcontract.MetricBackupLast + `{repo="repo1",type="full"}`, pgcontract.MetricBackupLastSize + `{repo="repo1",type="full"}`} {
+			if !strings.Contains(string(body), m) {
+				return false, "no " + m
+			}
+		}
+		return true, ""
+	})
 
 	// S3 refuses: the next segment stays pending on the primary.
 	s3.down.Store(true)
