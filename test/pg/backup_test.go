@@ -72,7 +72,7 @@ func (c *cluster) switchWAL(primary string) string {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.superuserConnString(primary))
+	conn, err := pgx.Connect(ctx, c.superuserConnString(primary, "postgres"))
 	must(c.t, err)
 	defer conn.Close(ctx)
 	var seg string
@@ -82,10 +82,10 @@ func (c *cluster) switchWAL(primary string) string {
 	return seg
 }
 
-// superuserConnString reaches the instance's postgres over its private
-// socket (the test runs on the host, where the socket directory is).
-func (c *cluster) superuserConnString(name string) string {
-	return fmt.Sprintf("host=%s port=5432 user=postgres dbname=app connect_timeout=2", filepath.Join(c.insts[name].dir, "run"))
+// superuserConnString reaches database db of the instance's postgres over
+// its private socket (the test runs on the host, where the socket is).
+func (c *cluster) superuserConnString(name, db string) string {
+	return fmt.Sprintf("host=%s port=5432 user=postgres dbname=%s connect_timeout=2", filepath.Join(c.insts[name].dir, "run"), db)
 }
 
 func (c *cluster) waitArchived(s3 *s3Server, segment string) {

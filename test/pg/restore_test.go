@@ -143,7 +143,7 @@ func serverTime(t *testing.T, c *cluster, primary string) time.Time {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.superuserConnString(primary))
+	conn, err := pgx.Connect(ctx, c.superuserConnString(primary, "postgres"))
 	must(t, err)
 	defer conn.Close(ctx)
 	var now time.Time
@@ -155,7 +155,7 @@ func markers(t *testing.T, c *cluster, name string) []int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.superuserConnString(name))
+	conn, err := pgx.Connect(ctx, c.superuserConnString(name, "app"))
 	must(t, err)
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT id FROM marker ORDER BY id`)
@@ -173,7 +173,7 @@ func markers(t *testing.T, c *cluster, name string) []int {
 // key: pg_dump picks a random one otherwise).
 func dump(t *testing.T, c *cluster, name string) []byte {
 	t.Helper()
-	out, err := exec.Command(binDir+"/pg_dump", "--no-sync", "--restrict-key=lookout", c.superuserConnString(name)).Output()
+	out, err := exec.Command(binDir+"/pg_dump", "--no-sync", "--restrict-key=lookout", c.superuserConnString(name, "app")).Output()
 	if err != nil {
 		t.Fatalf("pg_dump of %s: %v", name, err)
 	}
