@@ -41,7 +41,7 @@ func newRootCommand() *cobra.Command {
 	if filepath.Base(os.Args[0]) == "kubectl-lookout" {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl lookout"}
 	}
-	root.AddCommand(newOperatorCommand(), newRenderCommand(), newExplainCommand(), newVersionCommand(), pginstance.NewCommand())
+	root.AddCommand(newOperatorCommand(), newRenderCommand(), newExplainCommand(), newVersionCommand(), pginstance.NewCommand(), pginstance.NewBackupCommand())
 	return root
 }
 

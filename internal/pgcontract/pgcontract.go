@@ -121,6 +121,11 @@ type Config struct {
 	// stops the instance managers from changing roles (spec.paused).
 	Shutdown bool `json:"shutdown,omitempty"`
 	Paused   bool `json:"paused,omitempty"`
+
+	// Backups, when set, turns on WAL archiving to its repositories.
+	Backups *Backups `json:"backups,omitempty"`
+	// Restore, when set, bootstraps a new cluster from a backup.
+	Restore *Restore `json:"restore,omitempty"`
 }
 
 type User struct {
@@ -207,6 +212,10 @@ type Status struct {
 	// lost), PromotionSwitchover (it handed over), or PromotionBootstrap
 	// (the first primary of the cluster).
 	LastPromotionReason string `json:"lastPromotionReason,omitempty"`
+	// Archive, on the primary of a cluster with Backups.
+	Archive *ArchiveStatus `json:"archive,omitempty"`
+	// Backups are the last backup this instance ran per repo and type.
+	Backups []BackupResult `json:"backups,omitempty"`
 }
 
 // Reasons of a promotion (Status.LastPromotionReason).
@@ -242,4 +251,113 @@ const (
 	MetricSyncStandbys          = "lookout_pg_synchronous_standbys" // standbys a commit waits for (0: asynchronous)
 	MetricFailoverBlocked       = "lookout_pg_failover_blocked"     // 1 while a failover is refused
 	MetricPendingRestart        = "lookout_pg_pending_restart"      // parameters waiting for a restart
+
+	// With backups: archiving (pg_stat_archiver) and the last backups.
+	MetricArchiveLastArchived = "lookout_pg_archive_last_archived_timestamp_seconds"
+	MetricArchiveLastFailed   = "lookout_pg_archive_last_failed_timestamp_seconds"
+	MetricStanzaReady         = "lookout_pg_backup_stanza_ready"                      // 1 once stanza-create succeeded (primary)
+	MetricBackupLast          = "lookout_pg_backup_last_completion_timestamp_seconds" // labels repo, type
+	MetricBackupLastDuration  = "lookout_pg_backup_last_duration_seconds"             // labels repo, type
+	MetricBackupLastSize      = "lookout_pg_backup_last_repository_bytes"             // labels repo, type
 )
+
+// Backups configure pgBackRest on every instance (spec.backups.pgbackrest):
+// the repositories WAL is archived to and backups are written to.
+type Backups struct {
+	// Stanza names the cluster in its repositories ("db", PGO's name).
+	Stanza string `json:"stanza"`
+	Repos  []Repo `json:"repos"`
+	// Global are pgBackRest options for every command ("repo1-retention-full":
+	// "2"), already validated by the controller.
+	Global map[string]string `json:"global,omitempty"`
+}
+
+// Repo is one pgBackRest repository: a path on a volume, or an S3 bucket.
+// S3 credentials are never in the Config: they are pgBackRest option files
+// ("repo1-s3-key=…") in BackupConfDir, as PGO projects its configuration
+// Secrets.
+type Repo struct {
+	// Name is repo1 … repo4, as pgBackRest numbers them.
+	Name   string  `json:"name"`
+	Volume *Volume `json:"volume,omitempty"`
+	S3     *S3     `json:"s3,omitempty"`
+	// Path is the repository's path on the volume or in the bucket
+	// (default /pgbackrest/<name>).
+	Path string `json:"path,omitempty"`
+}
+
+type Volume struct{}
+
+type S3 struct {
+	Bucket   string `json:"bucket"`
+	Endpoint string `json:"endpoint"`
+	Region   string `json:"region"`
+	// Port of the endpoint (443 when 0).
+	Port int `json:"port,omitempty"`
+	// CAFile is a file of the CAs the endpoint's certificate is checked
+	// against (the system's when empty); pgBackRest 2.45 speaks only HTTPS.
+	CAFile string `json:"caFile,omitempty"`
+	// URIStyle is "host" (default) or "path".
+	URIStyle string `json:"uriStyle,omitempty"`
+}
+
+// BackupConfDir holds pgBackRest option files (*.conf) the instance manager
+// includes: the S3 credentials of Config.Backups' repositories.
+// RestoreConfDir holds those of the repository a new cluster is restored
+// from (Config.Restore), which may be another cluster's.
+const (
+	BackupConfDir  = "/etc/pgbackrest/conf.d"
+	RestoreConfDir = "/etc/pgbackrest/restore.d"
+)
+
+// Restore makes the first instance of a new cluster restore a backup from
+// a repository instead of running initdb (spec.dataSource).
+type Restore struct {
+	Stanza string `json:"stanza"`
+	Repo   Repo   `json:"repo"`
+	// Options are pgbackrest restore options ("--type=time",
+	// "--target=2026-11-28 20:00:00+00"), validated by the controller.
+	Options []string `json:"options,omitempty"`
+}
+
+// Backup types (PGO's schedule names map to these).
+const (
+	BackupFull = "full"
+	BackupDiff = "diff"
+	BackupIncr = "incr"
+)
+
+// PathBackup on the manager port: a POST with BackupRequest as JSON runs a
+// backup on the primary and answers BackupResult when it ended. A backup
+// Job runs `lookout backup`, which sends it to the primary.
+const PathBackup = "/pgbackrest/backup"
+
+type BackupRequest struct {
+	Repo string `json:"repo"`
+	Type string `json:"type"`
+}
+
+type BackupResult struct {
+	Repo  string    `json:"repo"`
+	Type  string    `json:"type"`
+	Label string    `json:"label,omitempty"`
+	Start time.Time `json:"start"`
+	// Duration is how long the backup ran; Size the database size it read
+	// and RepoSize what it wrote to the repository (bytes).
+	Duration Duration `json:"duration"`
+	Size     int64    `json:"size,omitempty"`
+	RepoSize int64    `json:"repoSize,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// ArchiveStatus is the primary's WAL archiving (pg_stat_archiver).
+type ArchiveStatus struct {
+	LastArchivedWAL  string     `json:"lastArchivedWAL,omitempty"`
+	LastArchivedTime *time.Time `json:"lastArchivedTime,omitempty"`
+	LastFailedWAL    string     `json:"lastFailedWAL,omitempty"`
+	LastFailedTime   *time.Time `json:"lastFailedTime,omitempty"`
+	// StanzaReady: the stanza exists in every repository (stanza-create
+	// succeeded on this primary); StanzaError says why not.
+	StanzaReady bool   `json:"stanzaReady,omitempty"`
+	StanzaError string `json:"stanzaError,omitempty"`
+}

@@ -56,6 +56,8 @@ type Cluster struct {
 	Names []string
 	// User and Password of the application user the writer connects as.
 	User, Password string
+	// Args are more arguments of every instance manager, after its own.
+	Args []string
 
 	env     *Env
 	manager Command
@@ -74,12 +76,14 @@ type Instance struct {
 }
 
 // NewCluster creates the namespace, the config Secret and n instances, and
-// starts their managers; Close, registered with t.Cleanup, undoes it.
-func NewCluster(t T, env *Env, manager Command, n int, cfg pgcontract.Config) *Cluster {
+// starts their managers; Close, registered with t.Cleanup, undoes it. Each
+// of prepare runs before the config Secret is written and the first
+// instance starts (to write files under Dir, add Args or change Cfg).
+func NewCluster(t T, env *Env, manager Command, n int, cfg pgcontract.Config, prepare ...func(*Cluster)) *Cluster {
 	t.Helper()
 	ctx := context.Background()
 	c := &Cluster{T: t, Name: "pg", NS: fmt.Sprintf("pg-%d", time.Now().UnixNano()%1e9), Insts: map[string]*Instance{},
-		User: "app", Password: "app-" + randomString(8), env: env, manager: manager}
+		User: "app", Password: "app-" + RandomString(8), env: env, manager: manager}
 	dir, err := os.MkdirTemp("", "lookout-pg-")
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -98,11 +102,14 @@ func NewCluster(t T, env *Env, manager Command, n int, cfg pgcontract.Config) *C
 	c.must(err)
 	secrets := filepath.Join(dir, "secrets")
 	c.must(os.MkdirAll(secrets, 0o700))
-	c.must(os.WriteFile(filepath.Join(secrets, pgcontract.ReplicationPasswordFile), []byte(randomString(16)), 0o600))
+	c.must(os.WriteFile(filepath.Join(secrets, pgcontract.ReplicationPasswordFile), []byte(RandomString(16)), 0o600))
 	if cfg.Users == nil {
 		cfg.Users = []pgcontract.User{{Name: c.User, Databases: []string{"app"}, Verifier: scramVerifier(c.Password)}}
 	}
 	c.Cfg = cfg
+	for _, p := range prepare {
+		p(c)
+	}
 	c.WriteConfig()
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", c.Name, i)
@@ -169,9 +176,10 @@ func (c *Cluster) Start(name string) {
 	c.must(err)
 	args := append([]string{"netns", "exec", in.Host.Namespace, c.manager.Path}, c.manager.Args...)
 	args = append(args, "instance",
-		"--cluster", c.Name, "--pgdata", in.pgdata(), "--socket-dir", in.SocketDir(),
+		"--cluster", c.Name, "--pgdata", in.PGData(), "--socket-dir", in.SocketDir(),
 		"--tls-dir", filepath.Join(in.Dir, "tls"), "--secrets-dir", filepath.Join(c.Dir, "secrets"),
 		"--listen", fmt.Sprintf("%s:%d", in.Host.IP, pgcontract.ManagerPort), "--kubeconfig", c.env.Kubeconfig, "--bin-dir", c.env.BinDir)
+	args = append(args, c.Args...)
 	cmd := exec.Command("ip", args...)
 	cmd.Env = append(append(os.Environ(), c.manager.Env...),
 		pgcontract.EnvPodName+"="+name, pgcontract.EnvPodNamespace+"="+c.NS, pgcontract.EnvPodIP+"="+in.Host.IP)
@@ -187,7 +195,8 @@ func (c *Cluster) Start(name string) {
 	}()
 }
 
-func (in *Instance) pgdata() string { return filepath.Join(in.Dir, "data", "pg15") }
+// PGData is the instance's data directory.
+func (in *Instance) PGData() string { return filepath.Join(in.Dir, "data", "pg15") }
 
 // SocketDir is where postgres listens on a Unix socket: reachable from the
 // host whatever happens to the instance's network.
@@ -300,7 +309,7 @@ func (c *Cluster) Close() {
 			}
 		}
 		in.Host.Close()
-		removeSharedMemory(in.pgdata())
+		removeSharedMemory(in.PGData())
 	}
 	_ = c.env.Clientset.CoreV1().Namespaces().Delete(context.Background(), c.NS, metav1.DeleteOptions{})
 	_ = os.RemoveAll(c.Dir)
@@ -327,12 +336,18 @@ func tail(s string, n int) string {
 func (c *Cluster) Status(name string) (pgcontract.Status, error) {
 	var st pgcontract.Status
 	client := &http.Client{Timeout: time.Second}
-	resp, err := client.Get(fmt.Sprintf("http://%s:%d%s", c.Insts[name].Host.IP, pgcontract.ManagerPort, pgcontract.PathStatus))
+	resp, err := client.Get(c.ManagerURL(name) + pgcontract.PathStatus)
 	if err != nil {
 		return st, err
 	}
 	defer resp.Body.Close()
 	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// ManagerURL is where the instance's manager serves (status, metrics, the
+// backup endpoint).
+func (c *Cluster) ManagerURL(name string) string {
+	return fmt.Sprintf("http://%s:%d", c.Insts[name].Host.IP, pgcontract.ManagerPort)
 }
 
 // Holder is the Lease's holder.
@@ -361,6 +376,12 @@ func (c *Cluster) socketConnString(name string) string {
 	return fmt.Sprintf("host=%s port=%d user=%s dbname=app connect_timeout=1", c.Insts[name].SocketDir(), c.Cfg.Port, c.User)
 }
 
+// SuperuserConnString reaches database db of instance name as the postgres
+// superuser, through its Unix socket (on the host, where the socket is).
+func (c *Cluster) SuperuserConnString(name, db string) string {
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s connect_timeout=2", c.Insts[name].SocketDir(), c.Cfg.Port, db)
+}
+
 func (c *Cluster) must(err error) {
 	c.T.Helper()
 	if err != nil {
@@ -386,7 +407,8 @@ func scramVerifier(password string) string {
 	return fmt.Sprintf("SCRAM-SHA-256$4096:%s$%s:%s", b64(salt), b64(stored[:]), b64(server))
 }
 
-func randomString(n int) string {
+// RandomString is n random characters of the URL-safe base64 alphabet.
+func RandomString(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)[:n]

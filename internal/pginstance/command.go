@@ -40,5 +40,8 @@ func NewCommand() *cobra.Command {
 	f.StringVar(&o.SecretsDir, "secrets-dir", pgcontract.SecretsDir, "directory holding "+pgcontract.ReplicationPasswordFile)
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster)")
 	f.StringVar(&o.PostgresUser, "postgres-user", "postgres", "the OS user postgres runs as when the manager runs as root")
+	f.StringVar(&o.PgBackRest, "pgbackrest", "pgbackrest", "the pgbackrest program (looked up in $PATH)")
+	f.StringVar(&o.BackRestConfDir, "pgbackrest-conf-dir", pgcontract.BackupConfDir, "pgBackRest option files of the cluster's repositories (credentials)")
+	f.StringVar(&o.BackRestRestoreConfDir, "pgbackrest-restore-conf-dir", pgcontract.RestoreConfDir, "pgBackRest option files of the repository a new cluster is restored from")
 	return cmd
 }

@@ -23,6 +23,10 @@ var managedParameters = map[string]bool{
 	"restore_command": true, "archive_mode": true, "cluster_name": true,
 }
 
+// archiveManaged are the archiving settings the manager owns when the
+// cluster has backups (confInput.Archive).
+var archiveManaged = map[string]bool{"archive_command": true, "archive_library": true}
+
 // confInput is everything lookout.conf is made of.
 type confInput struct {
 	Parameters map[string]string
@@ -35,6 +39,11 @@ type confInput struct {
 	Follow   string
 	SlotName string
 	SyncSet  syncSet
+	// Archive are archive_mode and, with backups, archive_command and
+	// archive_timeout; BackRest is pgbackrest.conf for BackRestPath.
+	Archive      map[string]string
+	BackRest     string
+	BackRestPath string
 }
 
 type tlsFiles struct{ Cert, Key, CA string }
@@ -44,7 +53,8 @@ func renderConf(in confInput) string {
 	b.WriteString("# Written by the Lookout instance manager before every start and on every change; edits are lost.\n")
 	names := make([]string, 0, len(in.Parameters))
 	for k := range in.Parameters {
-		if !managedParameters[strings.ToLower(k)] {
+		lk := strings.ToLower(k)
+		if _, set := in.Archive[lk]; !managedParameters[lk] && !set && !(in.BackRest != "" && archiveManaged[lk]) {
 			names = append(names, k)
 		}
 	}
@@ -89,6 +99,14 @@ func renderConf(in confInput) string {
 		set("ssl_ca_file", in.TLS.CA)
 	} else {
 		set("ssl", "off")
+	}
+	archive := make([]string, 0, len(in.Archive))
+	for k := range in.Archive {
+		archive = append(archive, k)
+	}
+	sort.Strings(archive)
+	for _, k := range archive {
+		set(k, in.Archive[k])
 	}
 	set("primary_conninfo", in.Follow)
 	set("primary_slot_name", in.SlotName)

@@ -50,6 +50,7 @@ func (m *Manager) step(ctx context.Context) error {
 		return nil
 	}
 	m.look(ctx)
+	m.backupStep(ctx, cfg, role)
 	if role == pgcontract.RolePrimary {
 		return m.primaryStep(ctx, cfg, lease)
 	}
@@ -304,6 +305,9 @@ func (m *Manager) follow(ctx context.Context, cfg *pgcontract.Config, h string, 
 		m.setState("Rewinding", "pg_rewind from "+h)
 		m.label(ctx, "")
 		m.pg.stop(syscall.SIGINT, 5*time.Second)
+		if cfg.Backups != nil {
+			m.br.pushPending(cfg.Backups.Stanza, m.o.PGDATA, m.log.Warn)
+		}
 		if out, err := m.pg.rewind(ip, cfg.Port, m.o.PodName); err != nil {
 			m.setState("Rewinding", err.Error())
 			return nil
@@ -641,6 +645,9 @@ func (m *Manager) promote(ctx context.Context, renewed time.Time, reason string)
 	}
 	if err := m.pg.writeConfig(m.confInput(m.config(), "", ""), false); err != nil {
 		return err
+	}
+	if m.config().Backups != nil {
+		m.log.Info("Archiving the old timeline's segments again", "segments", archiveOldTimeline(m.o.PGDATA))
 	}
 	now := time.Now()
 	// The end-of-recovery checkpoint is spread over minutes; until one

@@ -20,7 +20,7 @@ func (m *Manager) serve() (*http.Server, error) {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&collector{m: m})
+	reg.MustRegister(&collector{m: m}, &backupCollector{m: m})
 	mux := http.NewServeMux()
 	mux.HandleFunc(pgcontract.PathLive, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
@@ -37,6 +37,7 @@ func (m *Manager) serve() (*http.Server, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(m.Status())
 	})
+	mux.HandleFunc(pgcontract.PathBackup, m.serveBackup)
 	mux.Handle(pgcontract.PathMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
@@ -72,6 +73,7 @@ func (m *Manager) Status() pgcontract.Status {
 	if m.lease != nil {
 		st.LastSwitchoverTrigger = m.lease.Annotations[annotationSwitchover]
 	}
+	m.backupStatus(&st)
 	return st
 }
 

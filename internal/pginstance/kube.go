@@ -202,3 +202,8 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+// deleteLease deletes the Lease l, if it was not changed since.
+func (k *kube) deleteLease(ctx context.Context, l *coordv1.Lease) error {
+	return k.cs.CoordinationV1().Leases(k.ns).Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
+}

@@ -30,6 +30,8 @@ type Manager struct {
 	k        *kube
 	pg       *postgres
 	cfgw     *configWatch
+	br       *backrest
+	bk       backupState
 	password string
 
 	conn *pgx.Conn // to the local postgres, over the socket; loop only
@@ -95,6 +97,9 @@ func NewManager(o Options, log *slog.Logger) (*Manager, error) {
 		cfgw:   &configWatch{changed: make(chan struct{}, 1)},
 		podIPs: map[string]string{},
 	}
+	if m.br, err = newBackrest(o, rn); err != nil {
+		return nil, err
+	}
 	m.status.Instance = o.PodName
 	return m, nil
 }
@@ -123,6 +128,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.password = strings.TrimSpace(string(pw))
 	if err := m.pg.prepare(m.o.TLSDir, m.password); err != nil {
+		return err
+	}
+	if err := m.br.prepare(); err != nil {
 		return err
 	}
 	srv, err := m.serve()
@@ -209,9 +217,19 @@ func (m *Manager) bootstrap(ctx context.Context, cfg *pgcontract.Config) error {
 		if !m.pg.hasData() {
 			switch {
 			case lease == nil:
+				if cfg.Restore != nil {
+					if err := m.checkRestore(cfg); err != nil {
+						cfg = m.restoreFailed(ctx, cfg, err)
+						continue
+					}
+				}
 				err := m.initPrimary(ctx, cfg)
 				if apierrors.IsAlreadyExists(err) {
 					continue // another instance was first: clone it
+				}
+				if errors.Is(err, errRestore) {
+					cfg = m.restoreFailed(ctx, cfg, err)
+					continue
 				}
 				return err
 			case h == "" || h == m.o.PodName:
@@ -261,6 +279,9 @@ func (m *Manager) initPrimary(ctx context.Context, cfg *pgcontract.Config) error
 	m.lease, m.leaseSeen, m.lastRenew = lease, time.Now(), time.Now()
 	m.role = pgcontract.RolePrimary
 	m.mu.Unlock()
+	if cfg.Restore != nil {
+		return m.restorePrimary(ctx, cfg)
+	}
 	m.setState("Initializing", "initdb")
 	if err := m.pg.initdb(); err != nil {
 		return err
@@ -303,6 +324,12 @@ func (m *Manager) confInput(cfg *pgcontract.Config, primary, ip string) confInpu
 		Parameters: cfg.Parameters, Port: cfg.Port, SocketDir: m.o.SocketDir, Instance: m.o.PodName, TLS: m.pg.tls,
 	}
 	m.mu.Lock()
+	in.Archive = m.br.archiveParameters(cfg)
+	if cfg.Backups != nil {
+		in.BackRestPath = m.br.confPath()
+		in.BackRest = renderBackRestConf(cfg.Backups.Stanza, cfg.Backups.Repos, cfg.Backups.Global, m.br.lockDir(),
+			m.o.PGDATA, m.o.SocketDir, cfg.Port)
+	}
 	in.SyncSet = m.appliedSync
 	if m.pendingSync != nil {
 		in.SyncSet = *m.pendingSync

@@ -41,6 +41,13 @@ type Options struct {
 	// root (postgres refuses to run as root).
 	PostgresUser string
 
+	// PgBackRest is the pgbackrest program; BackRestConfDir and
+	// BackRestRestoreConfDir hold the repositories' option files
+	// (pgcontract.BackupConfDir and RestoreConfDir by default).
+	PgBackRest             string
+	BackRestConfDir        string
+	BackRestRestoreConfDir string
+
 	// Tick is how often the manager looks at the Lease and at postgres.
 	Tick time.Duration
 }
@@ -76,6 +83,15 @@ func (o *Options) Defaults() {
 	}
 	if o.PostgresUser == "" {
 		o.PostgresUser = "postgres"
+	}
+	if o.PgBackRest == "" {
+		o.PgBackRest = "pgbackrest"
+	}
+	if o.BackRestConfDir == "" {
+		o.BackRestConfDir = pgcontract.BackupConfDir
+	}
+	if o.BackRestRestoreConfDir == "" {
+		o.BackRestRestoreConfDir = pgcontract.RestoreConfDir
 	}
 	if o.Tick == 0 {
 		o.Tick = 200 * time.Millisecond

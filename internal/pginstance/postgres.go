@@ -150,6 +150,11 @@ func wasPrimary(state string) bool {
 
 // writeConfig writes lookout.conf, pg_hba.conf and standby.signal.
 func (p *postgres) writeConfig(in confInput, standby bool) error {
+	if in.BackRest != "" {
+		if err := p.rn.writeFile(in.BackRestPath, []byte(in.BackRest)); err != nil {
+			return err
+		}
+	}
 	if err := p.rn.writeFile(filepath.Join(p.pgdata, confFile), []byte(renderConf(in))); err != nil {
 		return err
 	}

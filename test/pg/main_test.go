@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	// Re-executed as an instance manager inside a network namespace.
 	if os.Getenv(instanceEnv) != "" {
 		root := &cobra.Command{Use: "lookout", SilenceUsage: true}
-		root.AddCommand(pginstance.NewCommand())
+		root.AddCommand(pginstance.NewCommand(), pginstance.NewBackupCommand())
 		root.SetArgs(os.Args[1:])
 		if err := root.Execute(); err != nil {
 			fmt.Fprintln(os.Stderr, "Error:", err)
@@ -56,17 +56,18 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// newCluster starts n instance managers (this test binary, re-executed).
-func newCluster(t *testing.T, n int, cfg pgcontract.Config) *pgharness.Cluster {
+// newCluster starts n instance managers (this test binary, re-executed);
+// prepare runs before the first starts.
+func newCluster(t *testing.T, n int, cfg pgcontract.Config, prepare ...func(*pgharness.Cluster)) *pgharness.Cluster {
 	t.Helper()
 	self, err := os.Executable()
 	must(t, err)
-	return pgharness.NewCluster(t, env, pgharness.Command{Path: self, Env: []string{instanceEnv + "=1"}}, n, cfg)
+	return pgharness.NewCluster(t, env, pgharness.Command{Path: self, Env: []string{instanceEnv + "=1"}}, n, cfg, prepare...)
 }
 
-func must(t *testing.T, err error) {
+func must(t pgharness.T, err error) {
 	t.Helper()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 }
