@@ -147,7 +147,10 @@ func TestSidecarGivesOneReloadForABurstOfChangesToSeveralPieces(t *testing.T) {
 			}
 			o := h.withPieces(h.options(), n, withAPI)
 			o.API = api.client()
-			o.ReloadDebounce = DefaultOptions().ReloadDebounce
+			// A burst is what lands within the debounce. The default (100 ms) is
+			// far longer than five volume swaps take, but not than a descheduled
+			// test goroutine on a loaded machine takes between two of them.
+			o.ReloadDebounce = 10 * DefaultOptions().ReloadDebounce
 			// The init container has written everything: starting needs no reload.
 			h.runInit(o)
 			h.prom.observeReloads(func() string { return h.loaded(n) })

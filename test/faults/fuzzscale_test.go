@@ -111,18 +111,26 @@ func TestFuzzAtScaleEveryObjectGetsAVerdictAndTheConfigLoads(t *testing.T) {
 	t.Logf("%d of %d generated objects admitted by the apiserver", len(admitted), len(objs))
 
 	// Every admitted object gets a verdict; the invalid ones are rejected with a reason.
+	// It waits while verdicts keep coming: how fast they come is the benchmarks'
+	// business (docs/benchmarks.md), and on a loaded machine 10,000 take minutes.
+	// Two minutes without a new verdict is a stall.
 	var verdicts map[string]*monitoringv1.ConfigResourceCondition
-	deadline := time.Now().Add(3 * time.Minute)
+	const stall = 2 * time.Minute
+	start, progressed, seen := time.Now(), time.Now(), 0
 	for {
 		verdicts = bindingsIn(t, ns, "main")
-		if len(verdicts) == len(admitted) || time.Now().After(deadline) {
+		if len(verdicts) == len(admitted) {
 			break
 		}
-		time.Sleep(200 * time.Millisecond)
+		if len(verdicts) > seen {
+			seen, progressed = len(verdicts), time.Now()
+		}
+		if time.Since(progressed) > stall {
+			t.Fatalf("%d of %d admitted objects have a verdict after %v, none new for %v", len(verdicts), len(admitted), time.Since(start).Round(time.Second), stall)
+		}
+		time.Sleep(time.Second) // a poll interval: the wait is on the condition above
 	}
-	if len(verdicts) != len(admitted) {
-		t.Fatalf("%d of %d admitted objects have a verdict after 3 minutes", len(verdicts), len(admitted))
-	}
+	t.Logf("every admitted object has a verdict after %v", time.Since(start).Round(time.Second))
 	for key, valid := range admitted {
 		c := verdicts[key]
 		switch {
