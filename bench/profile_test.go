@@ -8,6 +8,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,12 +59,17 @@ func TestProfilerRecordsAPhaseAndSummarisesIt(t *testing.T) {
 	}
 
 	t.Log("\n" + summary)
+	// Two chunks on a quiet machine (the spin outlasts the first); one when the
+	// first chunk's response comes late, as on a loaded one: either is merged.
+	if !regexp.MustCompile(`=== CPU cpu-busy: [12] chunks? of`).MatchString(summary) {
+		t.Errorf("summary lacks the CPU profile of one or two chunks:\n%s", summary)
+	}
 	files := strings.Join(profileFiles(dir), " ")
 	if want := "cpu-busy.pb.gz heap-busy.pb.gz heap-later.pb.gz memstats.json top.txt"; files != want {
 		t.Errorf("files %q, want %q (chunks removed)", files, want)
 	}
 	for _, want := range []string{
-		"=== CPU cpu-busy: 2 chunks", "by cumulative time", "=== heap heap-busy, in use", "=== heap heap-later, allocated since the start",
+		"=== CPU cpu-busy: ", "by cumulative time", "=== heap heap-busy, in use", "=== heap heap-later, allocated since the start",
 		"flat%", "=== Go runtime",
 	} {
 		if !strings.Contains(summary, want) {
