@@ -1,8 +1,12 @@
 package pgharness
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lookout-operator/lookout/internal/pgcontract"
 )
@@ -79,4 +83,34 @@ func (c *Cluster) WaitNewPrimary(old, what, trigger string) {
 		}
 		return st.Role == pgcontract.RolePrimary && st.Ready && (trigger == "" || st.LastSwitchoverTrigger == trigger), st.State + " " + st.Reason
 	})
+}
+
+// Connect opens a connection to connString, trying again until one succeeds
+// or a minute has passed: on a busy machine one connect can outlast its
+// connect_timeout (the SCRAM exchange included), which is not what a test
+// asserts. Close the connection when done.
+func (c *Cluster) Connect(connString string) *pgx.Conn {
+	c.T.Helper()
+	var conn *pgx.Conn
+	c.WaitFor(time.Minute, "a connection ("+redactPassword(connString)+")", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		if conn, err = pgx.Connect(ctx, connString); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	return conn
+}
+
+// redactPassword hides the password of a keyword/value connection string.
+func redactPassword(connString string) string {
+	fields := strings.Fields(connString)
+	for i, f := range fields {
+		if strings.HasPrefix(f, "password=") {
+			fields[i] = "password=<redacted>"
+		}
+	}
+	return strings.Join(fields, " ")
 }

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Archive lag under a steady trickle of writes (a row every 100 ms, which
@@ -28,13 +26,11 @@ func TestArchiveLagUnderSteadyWrites(t *testing.T) {
 	primary := c.WaitHealthy(3 * time.Minute)
 	waitStanza(c, primary)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.SuperuserConnString(primary, "postgres"))
-	must(t, err)
+	conn := c.Connect(c.SuperuserConnString(primary, "postgres"))
 	defer conn.Close(ctx)
-	watch, err := pgx.Connect(ctx, c.SuperuserConnString(primary, "postgres"))
-	must(t, err)
+	watch := c.Connect(c.SuperuserConnString(primary, "postgres"))
 	defer watch.Close(ctx)
-	_, err = conn.Exec(ctx, `CREATE TABLE trickle (id bigint PRIMARY KEY, at timestamptz DEFAULT clock_timestamp())`)
+	_, err := conn.Exec(ctx, `CREATE TABLE trickle (id bigint PRIMARY KEY, at timestamptz DEFAULT clock_timestamp())`)
 	must(t, err)
 
 	type sample struct {

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/lookout-operator/lookout/internal/pgcontract"
 	"github.com/lookout-operator/lookout/internal/pgharness"
 )
@@ -55,10 +53,9 @@ func execSQL(t *testing.T, c *pgharness.Cluster, sql string, args ...any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.ConnString())
-	must(t, err)
+	conn := c.Connect(c.ConnString())
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql, args...)
+	_, err := conn.Exec(ctx, sql, args...)
 	must(t, err)
 }
 
@@ -69,12 +66,11 @@ func switchWAL(t *testing.T, c *pgharness.Cluster, primary string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.SuperuserConnString(primary, "postgres"))
-	must(t, err)
+	conn := c.Connect(c.SuperuserConnString(primary, "postgres"))
 	defer conn.Close(ctx)
 	var seg string
 	must(t, conn.QueryRow(ctx, `SELECT pg_walfile_name(pg_current_wal_lsn())`).Scan(&seg))
-	_, err = conn.Exec(ctx, `SELECT pg_switch_wal()`)
+	_, err := conn.Exec(ctx, `SELECT pg_switch_wal()`)
 	must(t, err)
 	return seg
 }

@@ -40,8 +40,7 @@ func TestANewClusterStreamsToTwoClones(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.ConnString())
-	must(t, err)
+	conn := c.Connect(c.ConnString())
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT slot_name FROM pg_replication_slots WHERE active ORDER BY slot_name`)
 	must(t, err)
