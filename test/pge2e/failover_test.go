@@ -61,8 +61,10 @@ func TestPGOManifestRunsThreeInstancesAndFailsOverWithoutLosingAWrite(t *testing
 	})
 
 	start := time.Now()
-	pgc := waitCluster(t, ns, startDeadline, "3/3 instances ready with a primary", func(c *postgresv1beta1.PostgresCluster) bool {
-		return c.Status.Ready == "3/3" && c.Status.Primary != "" && len(c.Status.Replicas) == 2
+	// The manifest asks for synchronous replication: commits wait for a
+	// standby once one streams, which is what makes 0 lost writes a promise.
+	pgc := waitCluster(t, ns, startDeadline, "3/3 instances ready with a primary and a synchronous standby", func(c *postgresv1beta1.PostgresCluster) bool {
+		return c.Status.Ready == "3/3" && c.Status.Primary != "" && len(c.Status.Replicas) == 2 && len(c.Status.SynchronousStandbys) > 0
 	}, pods)
 	t.Logf("3 instances ready with primary %s %s after kubectl apply (machine load: %s)", pgc.Status.Primary, time.Since(start).Round(time.Second), loadavg())
 
