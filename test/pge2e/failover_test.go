@@ -41,8 +41,8 @@ const (
 )
 
 // TestPGOManifestRunsThreeInstancesAndFailsOverWithoutLosingAWrite applies PGO's
-// quickstart manifest unchanged and checks what its user would: three instances ready
-// with one primary, the labels, the -primary Service and the user Secret; then kills the
+// quickstart manifest (synchronous replication on, as PGO's HA page turns it on)
+// unchanged and checks what its user would: three instances ready with one primary, the labels, the -primary Service and the user Secret; then kills the
 // primary's processes while a client writes through the Secret's uri, and checks that a
 // replica took over, the old primary came back as a replica, and no acknowledged write
 // was lost.
