@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -56,8 +57,19 @@ func RegisterNode(ctx context.Context, cs kubernetes.Interface, name, ip string)
 	if err != nil {
 		return nil, fmt.Errorf("register Node %s: %w", name, err)
 	}
-	created.Status = n.status()
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// kube-controller-manager writes a new Node at once (its taints): on a
+	// conflict, the status goes onto the Node as it is now.
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		created.Status = n.status()
+		_, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if latest, getErr := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); getErr == nil {
+				created = latest
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("report the status of Node %s: %w", name, err)
 	}
 	lease := &coordinationv1.Lease{
