@@ -409,3 +409,14 @@ func nodeOf(cp *controlplane.ControlPlane) *localpod.Node {
 	defer nodesMu.Unlock()
 	return nodes[cp]
 }
+
+// RunShowingOperatorLog runs a test binary's tests against op and, when they
+// fail, prints the tail of op's log: what a reader of a failed run needs first.
+func RunShowingOperatorLog(m interface{ Run() int }, op *Operator) int {
+	code := m.Run()
+	if code != 0 {
+		b, _ := os.ReadFile(op.LogPath)
+		fmt.Fprintf(os.Stderr, "--- operator log (last 4 KiB) ---\n%s\n", LastBytes(b, 4096))
+	}
+	return code
+}

@@ -111,10 +111,5 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer operator.Stop()
-	code := m.Run()
-	if code != 0 {
-		b, _ := os.ReadFile(operator.LogPath)
-		fmt.Fprintf(os.Stderr, "--- operator log (last 4 KiB) ---\n%s\n", devenv.LastBytes(b, 4096))
-	}
-	return code
+	return devenv.RunShowingOperatorLog(m, operator)
 }
