@@ -145,10 +145,7 @@ func conninfo(host string, port int, appName, passfile string, tls *tlsFiles, ex
 		"connect_timeout=2",
 	}
 	if tls != nil {
-		// No channel binding: its tls-server-end-point hash is undefined for
-		// the cluster's Ed25519 certificate, and libpq 15 fails the connection
-		// ("could not find digest for NID UNDEF") instead of doing without.
-		parts = append(parts, "sslmode=verify-ca", "sslrootcert="+quoteConninfo(tls.CA), "channel_binding=disable")
+		parts = append(parts, "sslmode=verify-ca", "sslrootcert="+quoteConninfo(tls.CA))
 	} else {
 		parts = append(parts, "sslmode=disable")
 	}

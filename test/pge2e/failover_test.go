@@ -85,6 +85,7 @@ func TestPGOManifestRunsThreeInstancesAndFailsOverWithoutLosingAWrite(t *testing
 	}
 	lookup := devenv.ServiceLookup(k8s)
 	checkConnects(t, uri, lookup)
+	checkLibpq(t, ns, &secret, lookup)
 	must(t, prepareWrites(uri, lookup))
 
 	// A client writes through the Secret's uri throughout the fault.
@@ -231,6 +232,34 @@ func checkConnects(t *testing.T, uri string, lookup devenv.LookupFunc) {
 	_, err = conn.Exec(ctx, `CREATE TABLE animals (name text PRIMARY KEY); INSERT INTO animals VALUES ('hippo'), ('rhino')`)
 	if err != nil {
 		t.Fatalf("user %s cannot write in database %s: %v", userName, dbName, err)
+	}
+}
+
+// checkLibpq connects as a libpq application configured from the Secret's
+// keys does (psql, as root cannot run postgres but can run psql): TLS verified
+// against the cluster's CA for the Service's name, and SCRAM with channel
+// binding required, which libpq's default (prefer) uses whenever the server
+// offers it; so the Secret's keys work without connection options of their own.
+func checkLibpq(t *testing.T, ns string, secret *corev1.Secret, lookup devenv.LookupFunc) {
+	t.Helper()
+	var cert corev1.Secret
+	must(t, k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: pgrender.ClusterCertSecretName(clusterName)}, &cert))
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	must(t, os.WriteFile(ca, cert.Data[pgrender.KeyCACert], 0o600))
+	host := string(secret.Data["host"])
+	addrs, err := lookup(testCtx, host)
+	if err != nil || len(addrs) == 0 {
+		t.Fatalf("look up %s: %v %v", host, addrs, err)
+	}
+	conninfo := fmt.Sprintf("host=%s hostaddr=%s port=%s user=%s dbname=%s sslmode=verify-full sslrootcert=%s channel_binding=require connect_timeout=10",
+		host, addrs[0], secret.Data["port"], secret.Data["user"], secret.Data["dbname"], ca)
+	ctx, cancel := context.WithTimeout(testCtx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/usr/lib/postgresql/15/bin/psql", conninfo, "-XAtc", "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+string(secret.Data["password"]))
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "t" {
+		t.Fatalf("libpq with the Secret's keys, verify-full and channel_binding=require: %v\n%s", err, out)
 	}
 }
 

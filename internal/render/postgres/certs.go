@@ -1,21 +1,27 @@
 package postgres
 
 import (
-	"bytes"
-	"crypto/ed25519"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"slices"
 	"time"
 )
 
-// Certificates are Ed25519: the key comes from a 32-byte seed and the
-// signature is deterministic, so a render with the same seed writes the
-// same bytes (ECDSA and RSA key generation take no seed). PostgreSQL (with
-// OpenSSL 1.1.1 or later), libpq, pgx and JDBC (Java 15 or later) accept it.
+// Certificates are ECDSA P-256 signed with SHA-256: every PostgreSQL client
+// accepts them, and SCRAM-SHA-256-PLUS channel binding works over them
+// (its tls-server-end-point hash is the certificate's signature hash, which
+// Ed25519 does not have: libpq then fails the connection). The render stays
+// pure: the private scalar is derived from the render's seed and signatures
+// are RFC 6979's deterministic ones, so a render with the same seed writes
+// the same bytes.
 const (
 	caValidity     = 10 * 365 * 24 * time.Hour
 	serverValidity = 10 * 365 * 24 * time.Hour
@@ -25,13 +31,13 @@ const (
 
 // clusterCA returns the PEM certificate and key of the cluster's CA: kept
 // from its Secret when they parse and belong together, new otherwise.
-func clusterCA(in *Inputs) (certPEM, keyPEM []byte, cert *x509.Certificate, key ed25519.PrivateKey, err error) {
+func clusterCA(in *Inputs) (certPEM, keyPEM []byte, cert *x509.Certificate, key *ecdsa.PrivateKey, err error) {
 	if s := in.Secrets[ClusterCASecretName(in.Cluster.Name)]; s != nil {
 		if cert, key, ok := parsePair(s.Data[KeyCACert], s.Data[KeyCAKey]); ok && cert.IsCA {
 			return s.Data[KeyCACert], s.Data[KeyCAKey], cert, key, nil
 		}
 	}
-	key = ed25519.NewKeyFromSeed(seedOf(in.Seed, "ca"))
+	key = keyOf(in.Seed, "ca")
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(in.Seed, "ca"),
 		Subject:               pkix.Name{CommonName: fmt.Sprintf("lookout postgres CA %s/%s", in.Cluster.Namespace, in.Cluster.Name)},
@@ -42,7 +48,7 @@ func clusterCA(in *Inputs) (certPEM, keyPEM []byte, cert *x509.Certificate, key 
 		MaxPathLenZero:        true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
-	der, err := x509.CreateCertificate(nil, tmpl, tmpl, key.Public(), key)
+	der, err := x509.CreateCertificate(nil, tmpl, tmpl, key.Public(), deterministic{key})
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("create the cluster CA: %w", err)
 	}
@@ -54,7 +60,7 @@ func clusterCA(in *Inputs) (certPEM, keyPEM []byte, cert *x509.Certificate, key 
 // serverCert returns the PEM certificate and key of the instances' server
 // certificate (every instance and Service name): kept from its Secret when
 // the CA signed it and it has the names wanted, new otherwise.
-func serverCert(in *Inputs, ca *x509.Certificate, caKey ed25519.PrivateKey) (certPEM, keyPEM []byte, err error) {
+func serverCert(in *Inputs, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
 	names := serverNames(in.Cluster.Name, in.Cluster.Namespace)
 	if s := in.Secrets[ClusterCertSecretName(in.Cluster.Name)]; s != nil {
 		if cert, _, ok := parsePair(s.Data[KeyTLSCert], s.Data[KeyTLSKey]); ok &&
@@ -62,7 +68,7 @@ func serverCert(in *Inputs, ca *x509.Certificate, caKey ed25519.PrivateKey) (cer
 			return s.Data[KeyTLSCert], s.Data[KeyTLSKey], nil
 		}
 	}
-	key := ed25519.NewKeyFromSeed(seedOf(in.Seed, "server"))
+	key := keyOf(in.Seed, "server")
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(in.Seed, "server"),
 		Subject:      pkix.Name{CommonName: PrimaryServiceName(in.Cluster.Name) + "." + in.Cluster.Namespace + ".svc"},
@@ -73,7 +79,7 @@ func serverCert(in *Inputs, ca *x509.Certificate, caKey ed25519.PrivateKey) (cer
 		// Client auth too: the replicas present it when they stream.
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
-	der, err := x509.CreateCertificate(nil, tmpl, ca, key.Public(), caKey)
+	der, err := x509.CreateCertificate(nil, tmpl, ca, key.Public(), deterministic{caKey})
 	if err != nil {
 		return nil, nil, fmt.Errorf("create the server certificate: %w", err)
 	}
@@ -91,10 +97,31 @@ func serverNames(cluster, ns string) []string {
 	return append(out, "*."+pods, "*."+pods+"."+ns, "*."+pods+"."+ns+".svc", "*."+pods+"."+ns+".svc.cluster.local")
 }
 
-func seedOf(seed [32]byte, purpose string) []byte {
-	b := make([]byte, ed25519.SeedSize)
-	_, _ = source(seed, "key/"+purpose).Read(b)
-	return b
+// keyOf derives a P-256 key from the seed: the first 32-byte draw of the
+// purpose's stream that is a valid scalar (1 ≤ d < n; a draw is out of range
+// with probability about 2⁻³²).
+func keyOf(seed [32]byte, purpose string) *ecdsa.PrivateKey {
+	r := source(seed, "key/"+purpose)
+	b := make([]byte, 32)
+	for {
+		_, _ = io.ReadFull(r, b)
+		if key, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), b); err == nil {
+			return key
+		}
+	}
+}
+
+// deterministic signs with RFC 6979 nonces whatever source of randomness
+// the caller passes: ecdsa signs deterministically when given none.
+type deterministic struct{ key *ecdsa.PrivateKey }
+
+func (d deterministic) Public() crypto.PublicKey { return d.key.Public() }
+
+func (d deterministic) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	if opts.HashFunc() != crypto.SHA256 || len(digest) != sha256.Size {
+		return nil, fmt.Errorf("sign: want a SHA-256 digest, got %v", opts.HashFunc())
+	}
+	return d.key.Sign(nil, digest, opts)
 }
 
 func serial(seed [32]byte, purpose string) *big.Int {
@@ -104,7 +131,7 @@ func serial(seed [32]byte, purpose string) *big.Int {
 	return new(big.Int).SetBytes(b)
 }
 
-func encodePair(der []byte, key ed25519.PrivateKey) (certPEM, keyPEM []byte, err error) {
+func encodePair(der []byte, key *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
 	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return nil, nil, err
@@ -113,9 +140,10 @@ func encodePair(der []byte, key ed25519.PrivateKey) (certPEM, keyPEM []byte, err
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), nil
 }
 
-// parsePair parses a PEM certificate and its Ed25519 key; ok when both parse
-// and the key is the certificate's.
-func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, ed25519.PrivateKey, bool) {
+// parsePair parses a PEM certificate and its P-256 key; ok when both parse
+// and the key is the certificate's. Another kind of key (the Ed25519 ones of
+// earlier versions) is not ok: the pair is made anew.
+func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, bool) {
 	cb, _ := pem.Decode(certPEM)
 	kb, _ := pem.Decode(keyPEM)
 	if cb == nil || kb == nil {
@@ -129,10 +157,10 @@ func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, ed25519.PrivateKey, b
 	if err != nil {
 		return nil, nil, false
 	}
-	key, ok := k.(ed25519.PrivateKey)
-	if !ok {
+	key, ok := k.(*ecdsa.PrivateKey)
+	if !ok || key.Curve != elliptic.P256() {
 		return nil, nil, false
 	}
-	pub, ok := cert.PublicKey.(ed25519.PublicKey)
-	return cert, key, ok && bytes.Equal(pub, key.Public().(ed25519.PublicKey))
+	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
+	return cert, key, ok && pub.Equal(key.Public())
 }

@@ -288,11 +288,6 @@ func userSecret(in *Inputs, u postgresv1beta1.PostgresUserSpec) (*corev1.Secret,
 		jdbc += urlPathEscape(db)
 	}
 	jdbc += "?password=" + urlQueryEscape(password) + "&user=" + urlQueryEscape(u.Name)
-	// The server offers SCRAM-SHA-256-PLUS over TLS, but its tls-server-end-point
-	// hash is undefined for the cluster's Ed25519 certificate: libpq fails the
-	// connection and pgx's fallback is refused as a downgrade. Until the
-	// certificates are ECDSA, the uri turns channel binding off (libpq ≥ 13, pgx).
-	uri += "?channel_binding=disable"
 	data[KeyURI] = []byte(uri)
 	data[KeyJDBCURI] = []byte(jdbc)
 	return secret(c, name, map[string]string{LabelUser: u.Name}, data),

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"math/big"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -285,7 +287,7 @@ func TestCertificatesAndUserSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := uri.User.Password(); uri.Scheme != "postgresql" || uri.User.Username() != "hippo" || p != pw || uri.Host != "hippo-primary.zoo.svc:5432" || uri.Path != "/hippo" || uri.Query().Get("channel_binding") != "disable" {
+	if p, _ := uri.User.Password(); uri.Scheme != "postgresql" || uri.User.Username() != "hippo" || p != pw || uri.Host != "hippo-primary.zoo.svc:5432" || uri.Path != "/hippo" || uri.RawQuery != "" {
 		t.Errorf("uri %s", uri)
 	}
 	jdbc, err := url.Parse(strings.TrimPrefix(string(u.Data["jdbc-uri"]), "jdbc:"))
@@ -381,5 +383,64 @@ func TestBadInputIsRefusedWithAReason(t *testing.T) {
 				t.Errorf("got %s: %s\nwant %s containing %q", se.Reason, se.Message, tc.reason, tc.contains)
 			}
 		})
+	}
+}
+
+// The certificates are ECDSA P-256 signed with SHA-256, the signature hash
+// SCRAM's channel binding (tls-server-end-point) needs; a pair of an earlier
+// version (Ed25519, which has none) is made anew, and the server certificate
+// with it, since the CA that signed it is gone.
+func TestCertificatesAreECDSAAndEd25519PairsAreReplaced(t *testing.T) {
+	first := render(t, inputs(t, hippo(), 1))
+	for _, name := range []string{"hippo-cluster-ca", "hippo-cluster-cert"} {
+		for _, key := range []string{"ca.crt", "tls.crt"} {
+			data := secretsOf(first.Objects)[name].Data[key]
+			if data == nil {
+				continue
+			}
+			block, _ := pem.Decode(data)
+			c, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.PublicKeyAlgorithm != x509.ECDSA || c.SignatureAlgorithm != x509.ECDSAWithSHA256 {
+				t.Errorf("%s %s: %v signed with %v, want ECDSA with SHA-256", name, key, c.PublicKeyAlgorithm, c.SignatureAlgorithm)
+			}
+		}
+	}
+
+	_, edKey, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(nil, tmpl, tmpl, edKey.Public(), edKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(edKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := inputs(t, hippo(), 2)
+	in.Secrets = secretsOf(first.Objects)
+	old := in.Secrets["hippo-cluster-ca"].DeepCopy()
+	old.Data["ca.crt"] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	old.Data["ca.key"] = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})
+	in.Secrets["hippo-cluster-ca"] = old
+	second := secretsOf(render(t, in).Objects)
+	if string(second["hippo-cluster-ca"].Data["ca.crt"]) == string(old.Data["ca.crt"]) {
+		t.Fatal("the Ed25519 CA was kept")
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(second["hippo-cluster-cert"].Data["ca.crt"])
+	block, _ := pem.Decode(second["hippo-cluster-cert"].Data["tls.crt"])
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "hippo-primary.zoo.svc"}); err != nil {
+		t.Errorf("the server certificate is not the new CA's: %v", err)
 	}
 }
