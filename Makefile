@@ -46,13 +46,15 @@ bench-pg: ## PostgreSQL faults (not part of make test; as root): failover time, 
 .PHONY: bench-pg
 
 manifests: ## Generate the monitoring.coreos.com CRDs into config/crd, PostgresCluster's into config/postgres/crd (and its deepcopy), then the install paths from internal/install
+	$(eval CONTROLLER_GEN := $(shell $(GO) run ./hack/tools controller-gen | cut -f2))
+	@test -x "$(CONTROLLER_GEN)" || { echo "manifests: no controller-gen"; exit 1; }   # resolved first: hack/tools embeds config/crd
 	@rm -rf config/crd && mkdir -p config/crd
-	$$($(GO) run ./hack/tools controller-gen | cut -f2) crd:crdVersions=v1 \
+	$(CONTROLLER_GEN) crd:crdVersions=v1 \
 		paths=$(MONITORING)/v1 paths=$(MONITORING)/v1alpha1 paths=$(MONITORING)/v1beta1 \
 		output:crd:dir=config/crd
 	@rm -rf config/postgres/crd && mkdir -p config/postgres/crd   # PGO's PostgresCluster, from Lookout's own types
-	$$($(GO) run ./hack/tools controller-gen | cut -f2) object paths=./api/postgres/...
-	$$($(GO) run ./hack/tools controller-gen | cut -f2) crd:crdVersions=v1 paths=./api/postgres/... output:crd:dir=config/postgres/crd
+	$(CONTROLLER_GEN) object paths=./api/postgres/...
+	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./api/postgres/... output:crd:dir=config/postgres/crd
 	$(GO) run ./hack/install   # config/default and overlays, config/lookout.yaml, charts/lookout
 
 verify: manifests vet ## Regenerate everything and fail when the tree changed
