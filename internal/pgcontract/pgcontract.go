@@ -122,6 +122,11 @@ type Config struct {
 	Shutdown bool `json:"shutdown,omitempty"`
 	Paused   bool `json:"paused,omitempty"`
 
+	// Restart, when set, asks one instance to restart PostgreSQL so that
+	// parameters it takes only at start apply: the controller's rolling
+	// restart names one instance at a time, replicas first.
+	Restart *Restart `json:"restart,omitempty"`
+
 	// Backups, when set, turns on WAL archiving to its repositories.
 	Backups *Backups `json:"backups,omitempty"`
 	// Restore, when set, bootstraps a new cluster from a backup.
@@ -135,6 +140,14 @@ type User struct {
 	// validated by the controller).
 	Options  string `json:"options,omitempty"`
 	Verifier string `json:"verifier"`
+}
+
+// Restart names the instance (pod) to restart. Token is new for each
+// request; the instance reports the last it carried out
+// (Status.RestartDone), and does not carry out one token twice.
+type Restart struct {
+	Instance string `json:"instance"`
+	Token    string `json:"token"`
 }
 
 type Switchover struct {
@@ -202,6 +215,14 @@ type Status struct {
 	// PendingRestart lists parameters that need a restart to apply.
 	AppliedGeneration int64    `json:"appliedGeneration,omitempty"`
 	PendingRestart    []string `json:"pendingRestart,omitempty"`
+	// RestartDone is the Token of the last Config.Restart carried out.
+	RestartDone string `json:"restartDone,omitempty"`
+	// LowersStandbyLimits, on the primary: a pending parameter is one a
+	// standby may not hold below the primary's value (max_connections,
+	// max_worker_processes, max_wal_senders, max_prepared_transactions,
+	// max_locks_per_transaction), and it is being lowered: the primary
+	// must restart first, or a restarted standby would refuse to run.
+	LowersStandbyLimits bool `json:"lowersStandbyLimits,omitempty"`
 	// LastSwitchoverTrigger is the last Switchover.Trigger carried out.
 	LastSwitchoverTrigger string `json:"lastSwitchoverTrigger,omitempty"`
 	// LastPromotion is when this instance last became primary, and how long

@@ -29,6 +29,8 @@ var archiveManaged = map[string]bool{"archive_command": true, "archive_library":
 
 // confInput is everything lookout.conf is made of.
 type confInput struct {
+	// Generation is the Config.Generation the file is written from.
+	Generation int64
 	Parameters map[string]string
 	Port       int
 	SocketDir  string

@@ -92,7 +92,13 @@ func observe(ctx context.Context, conn *pgx.Conn) (observation, error) {
 	case receivedTLI != nil:
 		o.Timeline = int(*receivedTLI)
 	}
-	rows, err := conn.Query(ctx, `SELECT name FROM pg_settings WHERE pending_restart ORDER BY name`)
+	// pg_settings.pending_restart is set once postgres has read the files
+	// again; pg_file_settings reads them at the query, so a parameter
+	// written a moment ago is pending at once.
+	rows, err := conn.Query(ctx, `SELECT name FROM pg_settings WHERE pending_restart
+		UNION SELECT f.name FROM pg_file_settings f JOIN pg_settings s ON s.name = f.name
+			WHERE s.context = 'postmaster' AND NOT f.applied AND f.error IS NOT NULL
+		ORDER BY 1`)
 	if err != nil {
 		return o, err
 	}

@@ -50,6 +50,10 @@ func (m *Manager) step(ctx context.Context) error {
 		return nil
 	}
 	m.look(ctx)
+	m.noteStandbyLimits(ctx, role)
+	if restarted, err := m.restartStep(ctx, cfg, role); restarted || err != nil {
+		return err
+	}
 	m.backupStep(ctx, cfg, role)
 	if role == pgcontract.RolePrimary {
 		return m.primaryStep(ctx, cfg, lease)
@@ -59,6 +63,9 @@ func (m *Manager) step(ctx context.Context) error {
 
 // look observes the local postgres.
 func (m *Manager) look(ctx context.Context) {
+	// The file is read before postgres is asked: what it reports as pending
+	// is at least as new as this generation.
+	gen := m.pg.writtenGeneration()
 	var obs observation
 	err := errors.New("postgres is not running")
 	if m.pg.running() != nil {
@@ -82,6 +89,9 @@ func (m *Manager) look(ctx context.Context) {
 	}
 	m.mu.Lock()
 	m.obs, m.up = obs, err == nil
+	if m.up {
+		m.obsGen = gen
+	}
 	if m.up && obs.Receiving {
 		m.receiving = time.Now()
 	}
@@ -292,6 +302,15 @@ func (m *Manager) follow(ctx context.Context, cfg *pgcontract.Config, h string, 
 		needRewind = true
 	}
 	if following == h && !needRewind && m.pg.running() != nil {
+		// A new generation of the settings (parameters, archiving) reaches
+		// a standby that keeps following too.
+		if m.confGen != cfg.Generation {
+			if err := m.pg.writeConfig(m.confInput(cfg, h, ip), true); err != nil {
+				return err
+			}
+			m.pg.reload()
+			m.confGen = cfg.Generation
+		}
 		if up && obs.Receiving {
 			m.label(ctx, pgcontract.RoleReplica)
 			m.setState("Running", "")
@@ -328,6 +347,7 @@ func (m *Manager) follow(ctx context.Context, cfg *pgcontract.Config, h string, 
 	} else {
 		m.pg.reload()
 	}
+	m.confGen = cfg.Generation
 	m.mu.Lock()
 	m.following, m.followSince, m.fenced = h, time.Now(), false
 	m.mu.Unlock()

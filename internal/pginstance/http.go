@@ -67,8 +67,8 @@ func (m *Manager) Status() pgcontract.Status {
 	if st.Role == pgcontract.RolePrimary {
 		st.SynchronousStandbys = m.appliedSync.Standbys
 	}
-	if m.cfg != nil {
-		st.AppliedGeneration = m.cfg.Generation
+	if m.up {
+		st.AppliedGeneration = m.obsGen
 	}
 	if m.lease != nil {
 		st.LastSwitchoverTrigger = m.lease.Annotations[annotationSwitchover]

@@ -58,9 +58,12 @@ type Manager struct {
 	labelled    string
 	usersGen    int64
 	confGen     int64
-	cfg         *pgcontract.Config
-	podIPs      map[string]string
-	podsRead    time.Time
+	// obsGen is the configuration generation the last observation of
+	// postgres was made with (Status.AppliedGeneration).
+	obsGen   int64
+	cfg      *pgcontract.Config
+	podIPs   map[string]string
+	podsRead time.Time
 }
 
 // NewManager checks the options and connects to the API.
@@ -321,7 +324,7 @@ func (m *Manager) startStandby(cfg *pgcontract.Config, primary, ip string) error
 // confInput is lookout.conf for following primary (at ip), or for no one.
 func (m *Manager) confInput(cfg *pgcontract.Config, primary, ip string) confInput {
 	in := confInput{
-		Parameters: cfg.Parameters, Port: cfg.Port, SocketDir: m.o.SocketDir, Instance: m.o.PodName, TLS: m.pg.tls,
+		Generation: cfg.Generation, Parameters: cfg.Parameters, Port: cfg.Port, SocketDir: m.o.SocketDir, Instance: m.o.PodName, TLS: m.pg.tls,
 	}
 	m.mu.Lock()
 	in.Archive = m.br.archiveParameters(cfg)

@@ -25,10 +25,12 @@ type postgres struct {
 	tls       *tlsFiles
 	passfile  string
 
-	mu     sync.Mutex
-	pid    int
-	exited chan struct{} // closed when the running postgres exited
-	status syscall.WaitStatus
+	mu sync.Mutex
+	// written is the Config.Generation of the configuration file written last.
+	written int64
+	pid     int
+	exited  chan struct{} // closed when the running postgres exited
+	status  syscall.WaitStatus
 }
 
 func (p *postgres) hasData() bool {
@@ -163,12 +165,23 @@ func (p *postgres) writeConfig(in confInput, standby bool) error {
 	}
 	signal := filepath.Join(p.pgdata, "standby.signal")
 	if standby {
-		return p.rn.writeFile(signal, nil)
-	}
-	if err := os.Remove(signal); err != nil && !os.IsNotExist(err) {
+		if err := p.rn.writeFile(signal, nil); err != nil {
+			return err
+		}
+	} else if err := os.Remove(signal); err != nil && !os.IsNotExist(err) {
 		return err
 	}
+	p.mu.Lock()
+	p.written = in.Generation
+	p.mu.Unlock()
 	return nil
+}
+
+// writtenGeneration is the Config.Generation of the configuration file.
+func (p *postgres) writtenGeneration() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.written
 }
 
 // start runs postgres as a child; its output goes to the manager's.

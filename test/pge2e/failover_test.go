@@ -162,6 +162,8 @@ func TestPGOManifestRunsThreeInstancesAndFailsOverWithoutLosingAWrite(t *testing
 	}
 	t.Logf("failover as the client saw it: %s from the last acknowledged write on timeline %d to the first on %d (status says %s; machine load: %s)",
 		fos[0].Duration().Round(time.Millisecond), fos[0].OldTimeline, fos[0].NewTimeline, pgc.Status.LastFailover.Duration, loadavg())
+
+	checkRollingRestart(t, ns, uri, lookup, &secret, pods, newPrimary)
 }
 
 // checkRoles checks that the primary's pod is labelled role=master and every other pod
@@ -236,31 +238,46 @@ func checkConnects(t *testing.T, uri string, lookup devenv.LookupFunc) {
 }
 
 // checkLibpq connects as a libpq application configured from the Secret's
-// keys does (psql, as root cannot run postgres but can run psql): TLS verified
-// against the cluster's CA for the Service's name, and SCRAM with channel
-// binding required, which libpq's default (prefer) uses whenever the server
-// offers it; so the Secret's keys work without connection options of their own.
+// keys does: TLS verified against the cluster's CA for the Service's name,
+// and SCRAM with channel binding required, which libpq's default (prefer)
+// uses whenever the server offers it; so the Secret's keys work without
+// connection options of their own.
 func checkLibpq(t *testing.T, ns string, secret *corev1.Secret, lookup devenv.LookupFunc) {
 	t.Helper()
-	var cert corev1.Secret
-	must(t, k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: pgrender.ClusterCertSecretName(clusterName)}, &cert))
-	ca := filepath.Join(t.TempDir(), "ca.crt")
-	must(t, os.WriteFile(ca, cert.Data[pgrender.KeyCACert], 0o600))
 	host := string(secret.Data["host"])
 	addrs, err := lookup(testCtx, host)
 	if err != nil || len(addrs) == 0 {
 		t.Fatalf("look up %s: %v %v", host, addrs, err)
 	}
-	conninfo := fmt.Sprintf("host=%s hostaddr=%s port=%s user=%s dbname=%s sslmode=verify-full sslrootcert=%s channel_binding=require connect_timeout=10",
-		host, addrs[0], secret.Data["port"], secret.Data["user"], secret.Data["dbname"], ca)
-	ctx, cancel := context.WithTimeout(testCtx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/usr/lib/postgresql/15/bin/psql", conninfo, "-XAtc", "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
-	cmd.Env = append(os.Environ(), "PGPASSWORD="+string(secret.Data["password"]))
-	out, err := cmd.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "t" {
+	if out, err := psql(ns, secret, host, addrs[0], "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"); err != nil || out != "t" {
 		t.Fatalf("libpq with the Secret's keys, verify-full and channel_binding=require: %v\n%s", err, out)
 	}
+}
+
+// psql runs query with libpq's psql as the Secret's user on host (a name
+// the cluster's certificate covers) at addr, and returns its trimmed output.
+func psql(ns string, secret *corev1.Secret, host, addr, query string) (string, error) {
+	var cert corev1.Secret
+	if err := k8s.Get(testCtx, client.ObjectKey{Namespace: ns, Name: pgrender.ClusterCertSecretName(clusterName)}, &cert); err != nil {
+		return "", err
+	}
+	ca, err := os.CreateTemp("", "pge2e-ca-*.crt")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(ca.Name())
+	if _, err := ca.Write(cert.Data[pgrender.KeyCACert]); err != nil {
+		return "", err
+	}
+	ca.Close()
+	conninfo := fmt.Sprintf("host=%s hostaddr=%s port=%s user=%s dbname=%s sslmode=verify-full sslrootcert=%s channel_binding=require connect_timeout=10",
+		host, addr, secret.Data["port"], secret.Data["user"], secret.Data["dbname"], ca.Name())
+	ctx, cancel := context.WithTimeout(testCtx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/usr/lib/postgresql/15/bin/psql", conninfo, "-XAtc", query)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+string(secret.Data["password"]))
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
 }
 
 func connect(ctx context.Context, uri string, lookup devenv.LookupFunc) (*pgx.Conn, error) {

@@ -69,6 +69,39 @@ type PostgresClusterStatus struct {
 	// LastSwitchover is the last planned change of primary.
 	// +optional
 	LastSwitchover *PrimaryChange `json:"lastSwitchover,omitempty"`
+
+	// AppliedGeneration is the generation of the spec every instance runs
+	// with (Lookout's own field): lower while one has yet to apply the last
+	// change, absent while one does not answer.
+	// +optional
+	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
+
+	// PendingRestart lists the instances whose PostgreSQL waits for a
+	// restart to apply parameters (Lookout's own field). Lookout restarts
+	// them one at a time, replicas first, then switches the primary over to
+	// a restarted replica.
+	// +optional
+	PendingRestart []InstancePendingRestart `json:"pendingRestart,omitempty"`
+}
+
+// InstancePendingRestart is what one instance waits for a restart to apply.
+type InstancePendingRestart struct {
+	// The instance (pod).
+	Name string `json:"name"`
+
+	// The parameters that apply only at the next start.
+	// +optional
+	Parameters []string `json:"parameters,omitempty"`
+
+	// The last restart of a rolling restart the instance carried out.
+	// +optional
+	RestartDone string `json:"restartDone,omitempty"`
+
+	// On the primary: a pending parameter lowers one that standbys may not
+	// run below the primary's value (max_connections, ...), so the primary
+	// restarts first, in place.
+	// +optional
+	LowersStandbyLimits bool `json:"lowersStandbyLimits,omitempty"`
 }
 
 // PostgresInstanceSetStatus counts the pods of one instance set.

@@ -144,6 +144,11 @@ func config(in *Inputs, dyn *dynamic, target string) pgcontract.Config {
 			cfg.Switchover = &pgcontract.Switchover{Trigger: trigger, Target: target, Type: typ}
 		}
 	}
+	// A rolling restart steps aside while a switchover the user asked for
+	// is carried out.
+	if restart, sw := rollingRestart(c); cfg.Switchover == nil {
+		cfg.Restart, cfg.Switchover = restart, sw
+	}
 	return cfg
 }
 

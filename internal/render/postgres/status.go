@@ -77,7 +77,14 @@ func ObservedStatus(c *postgresv1beta1.PostgresCluster, obs Observed, s *postgre
 		}
 	}
 
-	s.Replicas, s.SynchronousStandbys, s.FailoverBlocked = nil, nil, ""
+	s.Replicas, s.SynchronousStandbys, s.FailoverBlocked, s.PendingRestart = nil, nil, "", nil
+	s.AppliedGeneration = 0
+	if len(names) > 0 && int32(len(names)) >= counts.Desired {
+		s.AppliedGeneration = obs.Instances[names[0]].AppliedGeneration
+		for _, n := range names[1:] {
+			s.AppliedGeneration = min(s.AppliedGeneration, obs.Instances[n].AppliedGeneration)
+		}
+	}
 	streaming := map[string]bool{}
 	if primary != nil {
 		s.Timeline = int64(primary.Timeline)
@@ -105,6 +112,12 @@ func ObservedStatus(c *postgresv1beta1.PostgresCluster, obs Observed, s *postgre
 			if major, err := strconv.Atoi(majorOf(st.PostgresVersion)); err == nil {
 				s.PostgresVersion = major
 			}
+		}
+		if len(st.PendingRestart) > 0 {
+			s.PendingRestart = append(s.PendingRestart, postgresv1beta1.InstancePendingRestart{
+				Name: n, Parameters: slices.Clone(st.PendingRestart), RestartDone: st.RestartDone,
+				LowersStandbyLimits: st.LowersStandbyLimits,
+			})
 		}
 		if st.LastSwitchoverTrigger != "" && st.LastSwitchoverTrigger == c.Annotations[pgcontract.AnnotationTriggerSwitchover] {
 			t := st.LastSwitchoverTrigger
