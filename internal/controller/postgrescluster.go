@@ -8,6 +8,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -16,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
 	"github.com/lookout-operator/lookout/internal/gather"
+	"github.com/lookout-operator/lookout/internal/pgcontract"
 	"github.com/lookout-operator/lookout/internal/render"
 	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
 	"github.com/lookout-operator/lookout/internal/render/workload"
@@ -61,6 +64,8 @@ type postgresKind struct {
 	// monitoring: the monitoring.coreos.com CRDs are installed.
 	monitoring bool
 	poll       *statusPoller
+	// rec reports a refused or failed restore.
+	rec recorder.EventRecorder
 }
 
 func (postgresKind) name() string { return postgresv1beta1.Kind }
@@ -115,6 +120,8 @@ func (k postgresKind) ownedKinds() []schema.GroupVersionKind {
 		rbacv1.SchemeGroupVersion.WithKind("Role"),
 		rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
 		policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"),
+		batchv1.SchemeGroupVersion.WithKind("CronJob"),
+		batchv1.SchemeGroupVersion.WithKind("Job"),
 	}
 	if k.monitoring {
 		kinds = append(kinds, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PodMonitorsKind),
@@ -139,7 +146,8 @@ func (k postgresKind) readStatus(ctx context.Context, r client.Reader, c *postgr
 		return err
 	}
 	var pods corev1.PodList
-	if err := k.poll.live.List(ctx, &pods, inCluster...); err != nil {
+	// The instances' pods; a backup Job's carry the cluster label too.
+	if err := k.poll.live.List(ctx, &pods, append(inCluster, client.HasLabels{pgcontract.LabelInstance})...); err != nil {
 		return err
 	}
 	obs := pgrender.Observed{Pods: pods.Items, Instances: k.poll.statuses(ctx, pods.Items)}
@@ -149,6 +157,9 @@ func (k postgresKind) readStatus(ctx context.Context, r client.Reader, c *postgr
 		}
 	}
 	counts := pgrender.ObservedStatus(c, obs, &c.Status)
+	if err := k.readBackupStatus(ctx, r, c, &obs); err != nil {
+		return err
+	}
 	available := counts.Ready
 	if c.Status.Primary == "" {
 		available = 0 // without a primary nothing is available for writes
@@ -200,9 +211,12 @@ func newPostgresKind(ctx context.Context, mgr ctrl.Manager, opts PostgresOptions
 // SetupWithManager wires the watches: the cluster, what it owns, and the
 // Secrets whose content its render keeps.
 func (r *PostgresClusterReconciler) SetupWithManager(mgr ctrl.Manager, k postgresKind) error {
+	k.rec = r.Recorder
 	r.kind = k
 	b := r.controllerFor(mgr, "postgrescluster", nil).
 		Owns(&rbacv1.Role{}).
-		Owns(&rbacv1.RoleBinding{})
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&batchv1.CronJob{}).
+		Owns(&batchv1.Job{})
 	return b.Complete(r)
 }

@@ -103,6 +103,8 @@ var Permissions = []Permission{
 		Verbs: writeVerbs, Why: "Prometheus, Alertmanager, ThanosRuler StatefulSets; PrometheusAgent DaemonSets"},
 	{Scope: ScopeWatched, Group: "", Resources: []string{"services", "secrets", "configmaps", "serviceaccounts"},
 		Verbs: writeVerbs, Why: "governing Services, config Secrets, rule ConfigMaps, ServiceAccounts; referenced credentials read"},
+	{Scope: ScopeWatched, Group: "batch", Resources: []string{"cronjobs", "jobs"},
+		Verbs: writeVerbs, Why: "PostgresCluster backups: a CronJob per schedule, a Job per manual backup"},
 	{Scope: ScopeWatched, Group: "rbac.authorization.k8s.io", Resources: []string{"roles", "rolebindings"},
 		Verbs: writeVerbs, Feature: FeatureGenerateRBAC, Why: "discovery and reloader RBAC of the generated pods"},
 	// Held only to be granted: the generated discovery Roles give

@@ -123,9 +123,14 @@ func (pp *PostgresPods) sync(ctx context.Context) {
 		return
 	}
 	live := map[types.UID]bool{}
+	// reported: the pod's end is in the API. A pod that is over is stopped
+	// (and deleted) only then: a Job counts a pod deleted before it
+	// reported Succeeded as failed.
+	reported := map[types.UID]bool{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		live[p.UID] = p.DeletionTimestamp == nil
+		reported[p.UID] = p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 		pp.mu.Lock()
 		_, known := pp.running[p.UID]
 		pp.mu.Unlock()
@@ -141,7 +146,7 @@ func (pp *PostgresPods) sync(ctx context.Context) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	for uid, r := range pp.running {
-		if live[uid] && !r.over() {
+		if live[uid] && (!r.over() || !reported[uid]) {
 			continue
 		}
 		delete(pp.running, uid)

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,10 +79,32 @@ func (g *Cluster) PostgresCluster(ctx context.Context, c *postgresv1beta1.Postgr
 		return nil, fmt.Errorf("list the pods of PostgresCluster %s: %w", klog.KObj(c), err)
 	}
 	res.Pods = pods.Items
+	if err := g.postgresDataSource(ctx, c, &res.Inputs); err != nil {
+		return nil, err
+	}
 	for _, p := range pods.Items {
 		if p.Labels[pgcontract.LabelRole] == pgcontract.RolePrimary && p.DeletionTimestamp.IsZero() {
 			res.Inputs.Primary = p.Labels[pgcontract.LabelInstance]
 		}
 	}
 	return res, nil
+}
+
+// postgresDataSource reads the cluster spec.dataSource.postgresCluster
+// restores from, until the cluster's data is initialized.
+func (g *Cluster) postgresDataSource(ctx context.Context, c *postgresv1beta1.PostgresCluster, in *pgrender.Inputs) error {
+	d := c.Spec.DataSource
+	if d == nil || d.PostgresCluster == nil || d.PostgresCluster.ClusterName == "" || pgrender.DataInitialized(c) {
+		return nil
+	}
+	var src postgresv1beta1.PostgresCluster
+	err := g.Cache.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: d.PostgresCluster.ClusterName}, &src)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the data source of PostgresCluster %s: %w", klog.KObj(c), err)
+	}
+	in.DataSource = &src
+	return nil
 }

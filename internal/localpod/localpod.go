@@ -358,12 +358,15 @@ func (p *Pod) materialize(ctx context.Context, o Options) (map[string]string, []
 		case v.ConfigMap != nil:
 			synced = append(synced, &syncedVolume{dir: dir, kind: "ConfigMap", name: v.ConfigMap.Name, optional: v.ConfigMap.Optional != nil && *v.ConfigMap.Optional,
 				mode: fileMode(v.ConfigMap.DefaultMode), gid: fsGroup})
+		case v.Projected != nil:
+			synced = append(synced, &syncedVolume{dir: dir, kind: "Projected", sources: v.Projected.Sources,
+				mode: fileMode(v.Projected.DefaultMode), gid: fsGroup})
 		case v.EmptyDir != nil, v.PersistentVolumeClaim != nil:
 			if err := ownWritable(dir, fsGroup, v.EmptyDir != nil); err != nil {
 				return nil, nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		default:
-			return nil, nil, fmt.Errorf("volume %s: only Secret, ConfigMap, emptyDir and PersistentVolumeClaim volumes can run locally", v.Name)
+			return nil, nil, fmt.Errorf("volume %s: only Secret, ConfigMap, projected (of Secrets and ConfigMaps), emptyDir and PersistentVolumeClaim volumes can run locally", v.Name)
 		}
 		out[v.Name] = dir
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,9 +21,11 @@ import (
 // "..data" with a rename updates every file at once.
 type syncedVolume struct {
 	dir      string
-	kind     string // Secret or ConfigMap
+	kind     string // Secret, ConfigMap or Projected
 	name     string
 	optional bool
+	// sources of a Projected volume: Secrets and ConfigMaps.
+	sources []corev1.VolumeProjection
 	// mode is each file's mode, gid its group (the pod's fsGroup; -1: root's).
 	mode    os.FileMode
 	gid     int
@@ -42,6 +45,9 @@ func (v *syncedVolume) sync(ctx context.Context, c client.Reader, ns string) err
 }
 
 func (v *syncedVolume) read(ctx context.Context, c client.Reader, ns string) (map[string][]byte, error) {
+	if v.kind == "Projected" {
+		return v.readProjected(ctx, c, ns)
+	}
 	key := client.ObjectKey{Namespace: ns, Name: v.name}
 	data := map[string][]byte{}
 	var err error
@@ -67,6 +73,45 @@ func (v *syncedVolume) read(ctx context.Context, c client.Reader, ns string) (ma
 		return nil, fmt.Errorf("volume from %s %s/%s: %w", v.kind, ns, v.name, err)
 	}
 	return data, nil
+}
+
+// readProjected merges the sources of a projected volume, each key at its
+// item's path when items are given, as the kubelet does.
+func (v *syncedVolume) readProjected(ctx context.Context, c client.Reader, ns string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for i, src := range v.sources {
+		var one *syncedVolume
+		var items []corev1.KeyToPath
+		switch {
+		case src.Secret != nil:
+			one = &syncedVolume{kind: "Secret", name: src.Secret.Name, optional: src.Secret.Optional != nil && *src.Secret.Optional}
+			items = src.Secret.Items
+		case src.ConfigMap != nil:
+			one = &syncedVolume{kind: "ConfigMap", name: src.ConfigMap.Name, optional: src.ConfigMap.Optional != nil && *src.ConfigMap.Optional}
+			items = src.ConfigMap.Items
+		case src.ServiceAccountToken != nil:
+			continue
+		default:
+			return nil, fmt.Errorf("projected volume source %d: only Secrets and ConfigMaps can run locally", i)
+		}
+		data, err := one.read(ctx, c, ns)
+		if err != nil {
+			return nil, err
+		}
+		if len(items) == 0 {
+			maps.Copy(out, data)
+			continue
+		}
+		for _, it := range items {
+			if strings.Contains(it.Path, "/") {
+				return nil, fmt.Errorf("projected volume source %d: item path %q: nested paths do not run locally", i, it.Path)
+			}
+			if b, ok := data[it.Key]; ok {
+				out[it.Path] = b
+			}
+		}
+	}
+	return out, nil
 }
 
 func (v *syncedVolume) write(data map[string][]byte) error {

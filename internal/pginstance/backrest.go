@@ -40,6 +40,10 @@ func renderBackRestConf(stanza string, repos []pgcontract.Repo, global map[strin
 	b.WriteString("# Written by the Lookout instance manager; edits are lost.\n[global]\n")
 	set := func(k, v string) { fmt.Fprintf(&b, "%s=%s\n", k, v) }
 	set("lock-path", lockDir)
+	// The spool (pgBackRest's default /var/spool/pgbackrest) is the
+	// manager's own: the image's may belong to another uid than the pod's,
+	// and a restore lists it.
+	set("spool-path", spoolDir(lockDir))
 	set("log-level-file", "off")
 	set("log-level-console", "info")
 	set("start-fast", "y")
@@ -86,12 +90,20 @@ func renderBackRestConf(stanza string, repos []pgcontract.Repo, global map[strin
 
 func (b *backrest) lockDir() string { return filepath.Join(b.dir, "pgbackrest-lock") }
 
-// prepare makes the lock directory pgBackRest's commands share.
+// spoolDir is the spool directory beside the lock directory.
+func spoolDir(lockDir string) string { return filepath.Join(filepath.Dir(lockDir), "pgbackrest-spool") }
+
+// prepare makes the lock and spool directories pgBackRest's commands share.
 func (b *backrest) prepare() error {
-	if err := os.MkdirAll(b.lockDir(), 0o700); err != nil {
-		return err
+	for _, d := range []string{b.lockDir(), spoolDir(b.lockDir())} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+		if err := b.rn.chown(d); err != nil {
+			return err
+		}
 	}
-	return b.rn.chown(b.lockDir())
+	return nil
 }
 
 // args are the options every command against the cluster's repositories

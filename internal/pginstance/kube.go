@@ -111,10 +111,11 @@ func setAnnotation(l *coordv1.Lease, k, v string) {
 	l.Annotations[k] = v
 }
 
-// pods lists the instances of the cluster.
+// pods lists the instances of the cluster: its pods with an instance label
+// (a backup Job's pods carry the cluster label too, and are no peers).
 func (k *kube) pods(ctx context.Context) ([]corev1.Pod, error) {
 	list, err := k.cs.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{pgcontract.LabelCluster: k.cluster}).String(),
+		LabelSelector: labels.SelectorFromSet(labels.Set{pgcontract.LabelCluster: k.cluster}).String() + "," + pgcontract.LabelInstance,
 	})
 	if err != nil {
 		return nil, err

@@ -262,6 +262,7 @@ spec:
             storage: 1Gi
   backups:
     pgbackrest:
+      image: registry.developers.crunchydata.com/crunchydata/crunchy-pgbackrest:ubi8-2.45-0
       repos:
       - name: repo1
         volume:
@@ -281,7 +282,7 @@ spec:
 		t.Fatalf("the apiserver refused PGO's manifest: %v", err)
 	}
 	c := waitReconciled(t, client.ObjectKey{Namespace: ns, Name: "hippo"}, metav1.ConditionFalse, "UnsupportedField")
-	if msg := pgCondition(c, postgresv1beta1.ConditionReconciled).Message; !strings.HasPrefix(msg, "spec.backups is not supported by Lookout") {
+	if msg := pgCondition(c, postgresv1beta1.ConditionReconciled).Message; !strings.HasPrefix(msg, "spec.backups.pgbackrest.image is not supported by Lookout") {
 		t.Errorf("message %q", msg)
 	}
 	eventually(t, "an UnsupportedField Event", func() (bool, error) { return eventFor(t, ns, "hippo", "UnsupportedField"), nil })

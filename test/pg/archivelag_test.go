@@ -22,7 +22,7 @@ func TestArchiveLagUnderSteadyWrites(t *testing.T) {
 		dur = time.Duration(v) * time.Second
 	}
 	s3 := startS3(t)
-	c := newCluster(t, 1, backupConfig(s3), s3.credentials("repo1"))
+	c := newCluster(t, 1, backupConfig(s3), s3.Credentials("repo1"))
 	primary := c.WaitHealthy(3 * time.Minute)
 	waitStanza(c, primary)
 	ctx := context.Background()

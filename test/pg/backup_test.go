@@ -23,7 +23,7 @@ const repoPath = "/pgbackrest/repo1"
 func backupConfig(s3 *s3Server) pgcontract.Config {
 	return pgcontract.Config{Generation: 1, PostgresVersion: 15, Port: 5432,
 		LeaseDuration: pgcontract.Duration{Duration: 5 * time.Second},
-		Backups: &pgcontract.Backups{Stanza: "db", Repos: []pgcontract.Repo{s3.repo("repo1", repoPath)},
+		Backups: &pgcontract.Backups{Stanza: "db", Repos: []pgcontract.Repo{s3.Repo("repo1", repoPath)},
 			Global: map[string]string{"repo1-retention-full": "2"}},
 	}
 }
@@ -79,7 +79,7 @@ func waitArchived(t *testing.T, c *pgharness.Cluster, s3 *s3Server, segment stri
 	t.Helper()
 	start := time.Now()
 	c.WaitFor(3*time.Minute, "WAL "+segment+" in the repository", func() (bool, string) {
-		return s3.hasWAL(repoPath, "db", segment), fmt.Sprint(s3.keys(strings.TrimPrefix(repoPath, "/") + "/archive/db/"))
+		return s3.HasWAL(repoPath, "db", segment), fmt.Sprint(s3.Keys(strings.TrimPrefix(repoPath, "/") + "/archive/db/"))
 	})
 	t.Logf("%s archived %s after it was switched", segment, time.Since(start).Round(time.Millisecond))
 }
@@ -92,7 +92,7 @@ func waitArchived(t *testing.T, c *pgharness.Cluster, s3 *s3Server, segment stri
 // with nothing left pending.
 func TestArchivingAndBackupsFollowThePrimary(t *testing.T) {
 	s3 := startS3(t)
-	c := newCluster(t, 3, backupConfig(s3), s3.credentials("repo1"))
+	c := newCluster(t, 3, backupConfig(s3), s3.Credentials("repo1"))
 	primary := c.WaitHealthy(3 * time.Minute)
 	waitStanza(c, primary)
 
@@ -102,7 +102,7 @@ func TestArchivingAndBackupsFollowThePrimary(t *testing.T) {
 	if !strings.HasSuffix(res.Label, "F") {
 		t.Errorf("full backup label %q, want one ending in F", res.Label)
 	}
-	if keys := s3.keys(strings.TrimPrefix(repoPath, "/") + "/backup/db/" + res.Label + "/"); len(keys) == 0 {
+	if keys := s3.Keys(strings.TrimPrefix(repoPath, "/") + "/backup/db/" + res.Label + "/"); len(keys) == 0 {
 		t.Errorf("no object of backup %s in the bucket", res.Label)
 	}
 	st, err := c.Status(primary)
@@ -131,19 +131,19 @@ func TestArchivingAndBackupsFollowThePrimary(t *testing.T) {
 	})
 
 	// S3 refuses: the next segment stays pending on the primary.
-	s3.down.Store(true)
+	s3.Down.Store(true)
 	execSQL(t, c, `INSERT INTO marker (id) VALUES (2)`)
 	pending := switchWAL(t, c, primary)
 	c.WaitFor(2*time.Minute, pending+" pending on the primary", func() (bool, string) {
 		_, err := os.Stat(filepath.Join(c.Insts[primary].PGData(), "pg_wal", "archive_status", pending+".ready"))
 		return err == nil, fmt.Sprint(err)
 	})
-	if s3.hasWAL(repoPath, "db", pending) {
+	if s3.HasWAL(repoPath, "db", pending) {
 		t.Fatalf("%s is in the repository while S3 refuses writes", pending)
 	}
 	old := primary
 	c.Kill(old)
-	s3.down.Store(false)
+	s3.Down.Store(false)
 	c.WaitNewPrimary(old, "a new primary", "")
 	primary = c.Holder()
 	waitArchived(t, c, s3, "00000002.history")

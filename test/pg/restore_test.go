@@ -25,7 +25,7 @@ import (
 // a reason and leave the source as it was.
 func TestRestoreRoundTripAndPointInTime(t *testing.T) {
 	s3 := startS3(t)
-	src := newCluster(t, 3, backupConfig(s3), s3.credentials("repo1"))
+	src := newCluster(t, 3, backupConfig(s3), s3.Credentials("repo1"))
 	primary := src.WaitHealthy(3 * time.Minute)
 	waitStanza(src, primary)
 	beforeBackup := serverTime(t, src, primary)
@@ -53,13 +53,13 @@ func TestRestoreRoundTripAndPointInTime(t *testing.T) {
 	src.Start(old)
 	primary = src.WaitHealthy(3 * time.Minute)
 	sourceDump := dump(t, src, primary)
-	infoBefore := s3.keys(strings.TrimPrefix(repoPath, "/") + "/backup/db/")
+	infoBefore := s3.Keys(strings.TrimPrefix(repoPath, "/") + "/backup/db/")
 
 	restore := func(t *testing.T, options ...string) *pgharness.Cluster {
 		cfg := backupConfig(s3)
-		cfg.Backups.Repos = []pgcontract.Repo{s3.repo("repo1", "/pgbackrest/restored-"+pgharness.RandomString(6))}
-		cfg.Restore = &pgcontract.Restore{Stanza: "db", Repo: s3.repo("repo1", repoPath), Options: options}
-		c := newCluster(t, 1, cfg, s3.credentials("repo1"))
+		cfg.Backups.Repos = []pgcontract.Repo{s3.Repo("repo1", "/pgbackrest/restored-"+pgharness.RandomString(6))}
+		cfg.Restore = &pgcontract.Restore{Stanza: "db", Repo: s3.Repo("repo1", repoPath), Options: options}
+		c := newCluster(t, 1, cfg, s3.Credentials("repo1"))
 		return c
 	}
 
@@ -101,9 +101,9 @@ func TestRestoreRoundTripAndPointInTime(t *testing.T) {
 	} {
 		t.Run("refused: "+tc.name, func(t *testing.T) {
 			cfg := backupConfig(s3)
-			cfg.Restore = &pgcontract.Restore{Stanza: "db", Repo: s3.repo("repo1", repoPath)}
+			cfg.Restore = &pgcontract.Restore{Stanza: "db", Repo: s3.Repo("repo1", repoPath)}
 			tc.prepare(cfg.Restore)
-			c := newCluster(t, 1, cfg, s3.credentials("repo1"))
+			c := newCluster(t, 1, cfg, s3.Credentials("repo1"))
 			c.WaitFor(3*time.Minute, "the instance failing with a reason", func() (bool, string) {
 				st, err := c.Status(c.Names[0])
 				if err != nil {
@@ -119,7 +119,7 @@ func TestRestoreRoundTripAndPointInTime(t *testing.T) {
 		})
 	}
 
-	if after := s3.keys(strings.TrimPrefix(repoPath, "/") + "/backup/db/"); !slices.Equal(after, infoBefore) {
+	if after := s3.Keys(strings.TrimPrefix(repoPath, "/") + "/backup/db/"); !slices.Equal(after, infoBefore) {
 		t.Errorf("the source repository's backups changed: %v, then %v", infoBefore, after)
 	}
 	if st, err := src.Status(primary); err != nil || !st.Ready {
@@ -182,6 +182,6 @@ func dump(t *testing.T, c *pgharness.Cluster, name string) []byte {
 func closedPort(t *testing.T) int {
 	t.Helper()
 	s := startS3(t)
-	s.srv.Close()
-	return s.port
+	s.Close()
+	return s.Port
 }

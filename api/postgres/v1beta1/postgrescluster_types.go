@@ -88,6 +88,14 @@ type PostgresClusterSpec struct {
 	// +optional
 	ReplicaService *ServiceSpec `json:"replicaService,omitempty"`
 
+	// pgBackRest archiving to repositories, scheduled and manual backups.
+	// +optional
+	Backups *Backups `json:"backups,omitempty"`
+
+	// What a new cluster is restored from instead of initdb.
+	// +optional
+	DataSource *DataSource `json:"dataSource,omitempty"`
+
 	// Stops PostgreSQL: every instance is scaled to zero; Services, Secrets
 	// and volumes stay.
 	// +optional
@@ -102,10 +110,6 @@ type PostgresClusterSpec struct {
 
 	// +optional
 	Metadata *apiextensionsv1.JSON `json:"metadata,omitempty"`
-	// +optional
-	DataSource *apiextensionsv1.JSON `json:"dataSource,omitempty"`
-	// +optional
-	Backups *apiextensionsv1.JSON `json:"backups,omitempty"`
 	// +optional
 	CustomTLSSecret *apiextensionsv1.JSON `json:"customTLSSecret,omitempty"`
 	// +optional

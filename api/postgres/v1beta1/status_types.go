@@ -33,6 +33,10 @@ type PostgresClusterStatus struct {
 	// +optional
 	Patroni PatroniStatus `json:"patroni,omitempty"`
 
+	// pgBackRest: repositories, backup Jobs, the last backups and archiving.
+	// +optional
+	PGBackRest *PGBackRestStatus `json:"pgbackrest,omitempty"`
+
 	// Ready is "<ready>/<desired>" instances, for the printer column.
 	// +optional
 	Ready string `json:"ready,omitempty"`

@@ -4,4 +4,5 @@ package postgres
 var (
 	SCRAMVerifier = scramVerifier
 	Verifies      = verifies
+	ScheduleGap   = scheduleGap
 )

@@ -25,6 +25,9 @@ type Inputs struct {
 	// Claims are the PersistentVolumeClaims of the cluster's instances: a
 	// spec that would shrink one is refused.
 	Claims []*corev1.PersistentVolumeClaim
+	// DataSource is the PostgresCluster spec.dataSource.postgresCluster
+	// names, when it exists.
+	DataSource *postgresv1beta1.PostgresCluster
 	// Primary is the instance (StatefulSet) that is primary now, if known:
 	// scaling a set down keeps it.
 	Primary string

@@ -95,6 +95,7 @@ func prometheusRule(c *postgresv1beta1.PostgresCluster, dyn *dynamic) (*monitori
 			},
 		}}},
 	}
+	pr.Spec.Groups[0].Rules = append(pr.Spec.Groups[0].Rules, backupAlerts(c, sel, alert)...)
 	// The rule file as a Prometheus would load it; a refusal is a bug here.
 	res, err := rules.Generate(rules.Input{Prometheus: &monitoringv1.Prometheus{}, Rules: []*monitoringv1.PrometheusRule{pr}})
 	if err != nil {

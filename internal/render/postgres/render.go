@@ -69,6 +69,16 @@ func Render(in *Inputs) (*Desired, error) {
 	}
 
 	cfg := config(in, dyn, target)
+	if cfg.Backups, err = backupsConfig(c); err != nil {
+		return nil, err
+	}
+	restore, err := restoreConfig(in)
+	if err != nil {
+		return nil, err
+	}
+	if restore != nil {
+		cfg.Restore = restore.restore
+	}
 	userSecrets := make([]workload.Object, 0, len(Users(c)))
 	for _, u := range Users(c) {
 		s, user := userSecret(in, u)
@@ -94,9 +104,12 @@ func Render(in *Inputs) (*Desired, error) {
 	for i := range c.Spec.InstanceSets {
 		set := &c.Spec.InstanceSets[i]
 		for _, name := range instances[SetName(set, i)] {
-			out = append(out, statefulSet(in, set, SetName(set, i), name))
+			sts := statefulSet(in, set, SetName(set, i), name)
+			withBackupVolumes(c, restore, sts)
+			out = append(out, sts)
 		}
 	}
+	out = append(out, backupObjects(in, all)...)
 	for i := range c.Spec.InstanceSets {
 		if pdb := disruptionBudget(c, &c.Spec.InstanceSets[i], SetName(&c.Spec.InstanceSets[i], i)); pdb != nil {
 			out = append(out, pdb)

@@ -343,8 +343,9 @@ func TestBadInputIsRefusedWithAReason(t *testing.T) {
 		cluster                *postgresv1beta1.PostgresCluster
 		claims                 []*corev1.PersistentVolumeClaim
 	}{
-		{"refuses every unsupported field by name", "UnsupportedField", "spec.backups, spec.proxy, spec.instances[0].sidecars are not supported", hippo(func(c *postgresv1beta1.PostgresCluster) {
-			c.Spec.Backups = &apiextensionsv1.JSON{Raw: []byte(`{"pgbackrest":{}}`)}
+		{"refuses every unsupported field by name", "UnsupportedField", "spec.proxy, spec.instances[0].sidecars, spec.backups.pgbackrest.image are not supported", hippo(func(c *postgresv1beta1.PostgresCluster) {
+			c.Spec.Backups = s3Backups()
+			c.Spec.Backups.PGBackRest.Image = "crunchy-pgbackrest:ubi8-2.45-0"
 			c.Spec.Proxy = &apiextensionsv1.JSON{Raw: []byte(`{"pgBouncer":{}}`)}
 			c.Spec.InstanceSets[0].Sidecars = &apiextensionsv1.JSON{Raw: []byte(`{}`)}
 		}), nil},

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -19,6 +20,9 @@ type Observed struct {
 	// Instances is each instance manager's answer at PathStatus, by pod
 	// name; a pod that did not answer is missing.
 	Instances map[string]*pgcontract.Status
+	// Jobs are the cluster's backup Jobs: the manual backup's and those
+	// its CronJobs made.
+	Jobs []*batchv1.Job
 }
 
 // Counts are the instances wanted and ready.

@@ -19,7 +19,8 @@ import (
 
 // Validate checks what can be checked of a PostgresCluster without the
 // objects that exist (the webhook's part): unsupported fields, the version,
-// the instance sets, users, the dynamic configuration and the switchover.
+// the instance sets, users, the dynamic configuration, backups and the
+// switchover.
 func Validate(c *postgresv1beta1.PostgresCluster, inst Installation) error {
 	if err := unsupportedFields(c); err != nil {
 		return err
@@ -34,6 +35,9 @@ func Validate(c *postgresv1beta1.PostgresCluster, inst Installation) error {
 		return err
 	}
 	if _, err := dynamicConfig(c, inst); err != nil {
+		return err
+	}
+	if _, err := backupsConfig(c); err != nil {
 		return err
 	}
 	return checkSwitchover(c)
@@ -61,7 +65,7 @@ func unsupportedFields(c *postgresv1beta1.PostgresCluster) error {
 		name string
 		j    *apiextensionsv1.JSON
 	}{
-		{"metadata", s.Metadata}, {"dataSource", s.DataSource}, {"backups", s.Backups},
+		{"metadata", s.Metadata},
 		{"customTLSSecret", s.CustomTLSSecret}, {"customReplicationTLSSecret", s.CustomReplicationClientTLSSecret},
 		{"databaseInitSQL", s.DatabaseInitSQL}, {"disableDefaultPodScheduling", s.DisableDefaultPodScheduling},
 		{"imagePullPolicy", s.ImagePullPolicy}, {"imagePullSecrets", s.ImagePullSecrets}, {"openshift", s.OpenShift},
@@ -98,6 +102,7 @@ func unsupportedFields(c *postgresv1beta1.PostgresCluster) error {
 			add(svc.name+".metadata", svc.s.Metadata)
 		}
 	}
+	names = append(names, backupFields(c)...)
 	if len(names) == 0 {
 		return nil
 	}

@@ -1,0 +1,42 @@
+package controller
+
+import (
+	"context"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
+	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
+)
+
+// readBackupStatus adds status.pgbackrest and, for a cluster restored from
+// a dataSource, the PostgresDataInitialized condition to c's status; a
+// restore that is refused or fails is also a Warning Event (once per
+// reason).
+func (k postgresKind) readBackupStatus(ctx context.Context, r client.Reader, c *postgresv1beta1.PostgresCluster, obs *pgrender.Observed) error {
+	if c.Spec.Backups != nil {
+		var jobs batchv1.JobList
+		if err := r.List(ctx, &jobs, client.InNamespace(c.Namespace), client.MatchingLabels(pgrender.SelectorLabels(c.Name))); err != nil {
+			return err
+		}
+		for i := range jobs.Items {
+			if jobs.Items[i].Labels[pgrender.LabelBackup] != "" {
+				obs.Jobs = append(obs.Jobs, &jobs.Items[i])
+			}
+		}
+	}
+	cond := pgrender.BackupStatus(c, *obs, &c.Status)
+	if cond == nil {
+		meta.RemoveStatusCondition(&c.Status.Conditions, postgresv1beta1.ConditionDataInitialized)
+		return nil
+	}
+	prev := meta.FindStatusCondition(c.Status.Conditions, postgresv1beta1.ConditionDataInitialized)
+	if cond.Reason == pgrender.ReasonRestoreFailed && k.rec != nil && (prev == nil || prev.Reason != cond.Reason || prev.Message != cond.Message) {
+		k.rec.Eventf(c, nil, corev1.EventTypeWarning, cond.Reason, "Restore", "%s", cond.Message)
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, *cond)
+	return nil
+}
