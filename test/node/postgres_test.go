@@ -167,8 +167,13 @@ func TestPGOQuickstartOnARealKubeletFailsOverWhenCtrKillsThePrimarysContainer(t 
 	if len(fos) != 1 {
 		t.Fatalf("the writes show %d changes of timeline, want 1: %+v", len(fos), fos)
 	}
-	t.Logf("failover on the node as the client saw it: %s from the last acknowledged write on timeline %d to the first on %d (status says %s; load %s)",
-		fos[0].Duration().Round(time.Millisecond), fos[0].OldTimeline, fos[0].NewTimeline, pgc.Status.LastFailover.Duration, loadavg())
+	// Where the time went: the kill to the promotion (the replicas see the loss, then
+	// promote: the status's duration), the promotion to the client's first write on the
+	// new timeline (labels, the -primary endpoints, the kubelet's readiness probe).
+	promoted := pgc.Status.LastFailover.Time.Time
+	t.Logf("failover on the node as the client saw it: %s from the last acknowledged write on timeline %d to the first on %d; kill → promotion %s (promotion %s after the loss was seen), promotion → first write %s (load %s)",
+		fos[0].Duration().Round(time.Millisecond), fos[0].OldTimeline, fos[0].NewTimeline, promoted.Sub(killed).Round(time.Millisecond),
+		pgc.Status.LastFailover.Duration, fos[0].FirstNew.Sub(promoted).Round(time.Millisecond), loadavg())
 	out, err := env.Kubectl(ctx, "get", "pods,postgresclusters", "-n", ns, "-o", "wide")
 	must(t, err)
 	t.Log("\n" + string(out))
