@@ -20,7 +20,7 @@ build: ## Build lookout and lookout-reloader into bin/
 	ln -sf lookout bin/kubectl-lookout   # with bin/ on PATH: kubectl lookout ...
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lookout-reloader ./cmd/lookout-reloader
 
-images: ## OCI images of lookout and lookout-reloader (linux/amd64, linux/arm64) as OCI layout tarballs in _output/images, no container engine needed
+images: ## OCI images of lookout and lookout-reloader (linux/amd64, linux/arm64), and lookout-postgres (this machine's PostgreSQL 15, its architecture only) as OCI layout tarballs in _output/images, no container engine needed
 	$(GO) run ./hack/images -version '$(VERSION)' -commit '$(COMMIT)' -out _output/images
 
 # What the demo runs; make test needs these and helm, the kubelet and Thanos as well.

@@ -1,6 +1,8 @@
 // Command images builds Lookout's container images (lookout and lookout-reloader) for
 // linux/amd64 and linux/arm64 without a container engine and writes each as an OCI
 // layout tarball, _output/images/<name>.oci.tar, tagged <repository>/<name>:<version>.
+// lookout-postgres, the PostgreSQL instances' image, is made of this machine's
+// PostgreSQL files (Debian's packages), so it is built for this machine's platform only.
 // `make images` runs it. Import one into containerd with
 // `ctr -n k8s.io images import --all-platforms _output/images/lookout.oci.tar`, or push
 // it with any OCI registry client.
@@ -19,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/lookout-operator/lookout/internal/image"
 	"github.com/lookout-operator/lookout/internal/version"
 )
@@ -36,7 +40,8 @@ func run() error {
 	commit := flag.String("commit", "", "Commit to stamp (default: git rev-parse HEAD)")
 	repo := flag.String("repository", version.ImageRepository, "Repository the image names start with")
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "Comma-separated OS/ARCH list")
-	only := flag.String("images", "lookout,lookout-reloader", "Comma-separated images to build")
+	only := flag.String("images", "lookout,lookout-reloader,"+image.PostgresName, "Comma-separated images to build")
+	major := flag.Int("postgres-major", 15, "PostgreSQL major of "+image.PostgresName+" (its Debian packages must be installed)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -82,7 +87,7 @@ func run() error {
 	for _, name := range strings.Split(*only, ",") {
 		name = strings.TrimSpace(name)
 		start := time.Now()
-		idx, err := r.Image(ctx, name, "./cmd/"+name)
+		idx, built, err := buildImage(ctx, r, name, *major)
 		if err != nil {
 			return err
 		}
@@ -96,9 +101,23 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%s@%s  %s  (%s, %.1fs)\n", r.Ref(name), d, path, *platforms, time.Since(start).Seconds())
+		fmt.Printf("%s@%s  %s  (%s, %.1fs)\n", r.Ref(name), d, path, built, time.Since(start).Seconds())
 	}
 	return nil
+}
+
+// buildImage builds one image and says for which platforms.
+func buildImage(ctx context.Context, r image.Release, name string, major int) (v1.ImageIndex, string, error) {
+	if name == image.PostgresName {
+		idx, err := r.PostgresImage(ctx, major, nil)
+		return idx, image.HostPlatform().String() + " only: this machine's PostgreSQL files", err
+	}
+	idx, err := r.Image(ctx, name, "./cmd/"+name)
+	var ps []string
+	for _, p := range r.Platforms {
+		ps = append(ps, p.String())
+	}
+	return idx, strings.Join(ps, ","), err
 }
 
 // writeFile writes through a temporary file so an interrupted build leaves no truncated

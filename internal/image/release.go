@@ -31,31 +31,44 @@ func (r Release) Ref(name string) string {
 // Image builds the binary of the main package pkg for every platform and the image named
 // after it, with its SBOM and the OCI labels.
 func (r Release) Image(ctx context.Context, name, pkg string) (v1.ImageIndex, error) {
-	const v = "github.com/lookout-operator/lookout/internal/version"
-	b := GoBuild{Dir: r.Dir, Package: pkg, LDFlags: "-X " + v + ".Version=" + r.Version + " -X " + v + ".Commit=" + r.Commit}
 	spec := Spec{
 		Name:     name,
 		Binaries: map[Platform][]byte{},
 		SBOMs:    map[Platform][]byte{},
 		Created:  r.Created,
-		Labels: map[string]string{
-			LabelTitle:    name,
-			LabelSource:   r.Source,
-			LabelVersion:  r.Version,
-			LabelRevision: r.Commit,
-			LabelCreated:  r.Created.UTC().Format(time.RFC3339),
-		},
+		Labels:   r.labels(name),
 	}
 	for _, p := range r.Platforms {
-		bin, err := b.Build(ctx, p)
+		bin, sbom, err := r.Binary(ctx, name, pkg, p)
 		if err != nil {
 			return nil, err
-		}
-		sbom, err := SBOM(name, bin, r.Created)
-		if err != nil {
-			return nil, fmt.Errorf("SBOM of %s for %s: %w", name, p, err)
 		}
 		spec.Binaries[p], spec.SBOMs[p] = bin, sbom
 	}
 	return Build(spec)
+}
+
+// Binary builds the main package pkg for p, stamped with the release's version and
+// commit, and its SBOM.
+func (r Release) Binary(ctx context.Context, name, pkg string, p Platform) (bin, sbom []byte, err error) {
+	const v = "github.com/lookout-operator/lookout/internal/version"
+	b := GoBuild{Dir: r.Dir, Package: pkg, LDFlags: "-X " + v + ".Version=" + r.Version + " -X " + v + ".Commit=" + r.Commit}
+	if bin, err = b.Build(ctx, p); err != nil {
+		return nil, nil, err
+	}
+	if sbom, err = SBOM(name, bin, r.Created); err != nil {
+		return nil, nil, fmt.Errorf("SBOM of %s for %s: %w", name, p, err)
+	}
+	return bin, sbom, nil
+}
+
+// labels are the OCI labels of the release's image title.
+func (r Release) labels(title string) map[string]string {
+	return map[string]string{
+		LabelTitle:    title,
+		LabelSource:   r.Source,
+		LabelVersion:  r.Version,
+		LabelRevision: r.Commit,
+		LabelCreated:  r.Created.UTC().Format(time.RFC3339),
+	}
 }

@@ -13,11 +13,12 @@ import (
 )
 
 // file is one entry of a layer or of the layout tarball. Names are relative, directories
-// end in "/".
+// end in "/"; an entry with a link is a symbolic link to it.
 type file struct {
 	name  string
 	mode  int64
 	dir   bool
+	link  string
 	uid   int
 	data  []byte
 	mtime time.Time
@@ -36,16 +37,19 @@ func writeTar(w io.Writer, files []file) error {
 			ModTime: f.mtime.UTC().Truncate(time.Second),
 			Format:  tar.FormatUSTAR,
 		}
-		if f.dir {
+		switch {
+		case f.dir:
 			h.Typeflag = tar.TypeDir
-		} else {
+		case f.link != "":
+			h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, f.link, 0o777
+		default:
 			h.Typeflag = tar.TypeReg
 			h.Size = int64(len(f.data))
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return fmt.Errorf("tar header for %s: %w", f.name, err)
 		}
-		if !f.dir {
+		if h.Typeflag == tar.TypeReg {
 			if _, err := tw.Write(f.data); err != nil {
 				return fmt.Errorf("tar content of %s: %w", f.name, err)
 			}

@@ -53,9 +53,11 @@ func StartEnv(ctx context.Context, root, work string, log io.Writer) (e *Env, er
 		return nil, err
 	}
 	fmt.Fprintf(log, "images built in %s\n", time.Since(began).Round(10*time.Millisecond))
+	// A failed step returns a nil *Env: stop what this one started.
+	started := e
 	defer func() {
 		if err != nil {
-			e.Stop()
+			started.Stop()
 		}
 	}()
 	// The CRDs are in the base too; installing them with the control plane lets

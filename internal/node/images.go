@@ -2,12 +2,8 @@ package node
 
 import (
 	"context"
-	"debug/elf"
-	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -32,45 +28,22 @@ const TestRepository = "lookout.test"
 // BuildImages builds, for this machine's architecture, the pause image, the lookout and
 // lookout-reloader images (the same builder as `make images`) and a Prometheus image from
 // the prometheus binary at promBin, into dir.
-func BuildImages(ctx context.Context, root, dir, promBin, promVersion string) (Images, error) {
-	p := image.Platform{OS: "linux", Arch: runtime.GOARCH}
-	created := time.Unix(0, 0).UTC()
-	var imgs Images
-	write := func(name, ref string, idx v1.ImageIndex) error {
-		path := filepath.Join(dir, name+".oci.tar")
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := image.WriteLayoutTar(f, idx, ref, created); err != nil {
-			return err
-		}
-		imgs.Files = append(imgs.Files, path)
-		return f.Close()
-	}
-
-	pause, err := image.GoBuild{Dir: root, Package: "./internal/node/pause"}.Build(ctx, p)
-	if err != nil {
+func BuildImages(ctx context.Context, root, dir, promBin, promVersion string) (imgs Images, err error) {
+	p := image.HostPlatform()
+	w := newLayouts(dir)
+	defer func() { imgs.Files = w.files }()
+	if imgs.Pause, err = w.pause(ctx, root); err != nil {
 		return imgs, err
 	}
-	idx, err := image.Build(image.Spec{Name: "pause", Binaries: map[image.Platform][]byte{p: pause}, Created: created})
-	if err != nil {
-		return imgs, err
-	}
-	imgs.Pause = TestRepository + "/pause:1"
-	if err := write("pause", imgs.Pause, idx); err != nil {
-		return imgs, err
-	}
-
 	r := image.Release{Dir: root, Repository: TestRepository, Version: TestVersion, Commit: TestVersion,
-		Created: created, Platforms: []image.Platform{p}}
+		Created: w.created, Platforms: []image.Platform{p}}
 	for name, ref := range map[string]*string{"lookout": &imgs.Lookout, "lookout-reloader": &imgs.Reloader} {
-		if idx, err = r.Image(ctx, name, "./cmd/"+name); err != nil {
+		idx, err := r.Image(ctx, name, "./cmd/"+name)
+		if err != nil {
 			return imgs, err
 		}
 		*ref = r.Ref(name)
-		if err := write(name, *ref, idx); err != nil {
+		if err := w.write(name, *ref, idx); err != nil {
 			return imgs, err
 		}
 	}
@@ -79,75 +52,60 @@ func BuildImages(ctx context.Context, root, dir, promBin, promVersion string) (I
 	if err != nil {
 		return imgs, err
 	}
-	libs, err := sharedLibraries(promBin)
+	// The cached Prometheus is built with cgo: it needs libc and the loader.
+	libs := image.NewHostFiles()
+	if err := libs.AddLibraries(ctx, promBin); err != nil {
+		return imgs, err
+	}
+	idx, err := image.Build(image.Spec{Name: "prometheus", Binaries: map[image.Platform][]byte{p: prom},
+		Files: libs.Files(), FilesFrom: "this machine's libraries of prometheus", Created: w.created})
 	if err != nil {
 		return imgs, err
 	}
-	if idx, err = image.Build(image.Spec{Name: "prometheus", Binaries: map[image.Platform][]byte{p: prom}, Files: libs, Created: created}); err != nil {
-		return imgs, err
-	}
 	imgs.Prometheus = TestRepository + "/prometheus:" + promVersion
-	if err := write("prometheus", imgs.Prometheus, idx); err != nil {
+	if err := w.write("prometheus", imgs.Prometheus, idx); err != nil {
 		return imgs, err
 	}
 	return imgs, nil
 }
 
-// sharedLibraries returns the dynamic loader and the libraries a binary links (the
-// cached Prometheus is built with cgo, so it needs libc), read from this machine, by
-// their path in the image.
-func sharedLibraries(bin string) (map[string][]byte, error) {
-	f, err := elf.Open(bin)
+// layouts writes the OCI layout tarballs of a node's images into dir.
+type layouts struct {
+	dir     string
+	created time.Time
+	files   []string
+}
+
+// newLayouts dates every image at the Unix epoch: the same inputs, the same digests.
+func newLayouts(dir string) *layouts {
+	return &layouts{dir: dir, created: time.Unix(0, 0).UTC()}
+}
+
+func (w *layouts) write(name, ref string, idx v1.ImageIndex) error {
+	path := filepath.Join(w.dir, name+".oci.tar")
+	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", bin, err)
+		return err
 	}
 	defer f.Close()
-	out := map[string][]byte{}
-	add := func(path string) error {
-		real, err := filepath.EvalSymlinks(path)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(real)
-		if err != nil {
-			return err
-		}
-		out[strings.TrimPrefix(path, "/")] = b
-		return nil
+	if err := image.WriteLayoutTar(f, idx, ref, w.created); err != nil {
+		return err
 	}
-	for _, prog := range f.Progs {
-		if prog.Type != elf.PT_INTERP {
-			continue
-		}
-		b := make([]byte, prog.Filesz)
-		if _, err := prog.ReadAt(b, 0); err != nil {
-			return nil, err
-		}
-		if err := add(strings.TrimRight(string(b), "\x00")); err != nil {
-			return nil, fmt.Errorf("dynamic loader of %s: %w", bin, err)
-		}
-	}
-	if len(out) == 0 {
-		return out, nil // static
-	}
-	libs, err := f.ImportedLibraries()
+	w.files = append(w.files, path)
+	return f.Close()
+}
+
+// pause builds and writes the sandbox image and returns its reference.
+func (w *layouts) pause(ctx context.Context, root string) (string, error) {
+	p := image.HostPlatform()
+	pause, err := image.GoBuild{Dir: root, Package: "./internal/node/pause"}.Build(ctx, p)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	for _, lib := range libs {
-		found := false
-		for _, d := range []string{"/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64", "/lib", "/usr/lib"} {
-			if _, err := os.Stat(filepath.Join(d, lib)); err == nil {
-				if err := add(filepath.Join(d, lib)); err != nil {
-					return nil, err
-				}
-				found = true
-				break
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("%s links %s, which is not on this machine", bin, lib)
-		}
+	idx, err := image.Build(image.Spec{Name: "pause", Binaries: map[image.Platform][]byte{p: pause}, Created: w.created})
+	if err != nil {
+		return "", err
 	}
-	return out, nil
+	ref := TestRepository + "/pause:1"
+	return ref, w.write("pause", ref, idx)
 }

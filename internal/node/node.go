@@ -280,6 +280,10 @@ state = %q
 	}, "containerd answering on "+n.sock)
 }
 
+// Ctr runs ctr against the node's containerd in the kubelet's namespace (k8s.io), e.g.
+// `tasks kill -s SIGKILL <container id>`, and returns its output.
+func (n *Node) Ctr(ctx context.Context, args ...string) ([]byte, error) { return n.ctr(ctx, args...) }
+
 func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, Ctr, append([]string{"--address", n.sock, "--namespace", "k8s.io"}, args...)...)
 	return cmd.CombinedOutput()

@@ -108,7 +108,11 @@ func (e *Env) InstallOperator(ctx context.Context, dir string) error {
 	return nil
 }
 
-// kubectl runs the cached kubectl against the control plane and returns its output.
+// Kubectl runs the cached kubectl against the control plane and returns its output.
+func (e *Env) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
+	return e.kubectl(ctx, args...)
+}
+
 func (e *Env) kubectl(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, e.KubectlPath, append([]string{"--kubeconfig", e.CP.KubeconfigPath}, args...)...)
 	var stderr bytes.Buffer

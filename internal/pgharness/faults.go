@@ -142,7 +142,7 @@ func (c *Cluster) RunFault(f Fault) FaultResult {
 			r.Failovers = append(r.Failovers, fo)
 		}
 	}
-	r.Problems = problems(r.Report, r.Failovers)
+	r.Problems = Problems(r.Report, r.Failovers)
 	r.Steps = readSteps(c.Insts[r.NewPrimary].LogPath(), r.Injected)
 	old := readSteps(c.Insts[r.OldPrimary].LogPath(), r.Injected)
 	r.Steps.HandingOver, r.Steps.HandedOver = old.HandingOver, old.HandedOver

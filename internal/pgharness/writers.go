@@ -36,11 +36,9 @@ func (c *Cluster) StartWriter() {
 }
 
 func (ws *writers) start(w *pgwriter.Writer) {
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
+	stop := w.Start(context.Background())
 	ws.mu.Lock()
-	ws.stops = append(ws.stops, func() { stop(); <-done })
+	ws.stops = append(ws.stops, stop)
 	ws.mu.Unlock()
 }
 
@@ -126,9 +124,9 @@ func (c *Cluster) check(since time.Time) pgwriter.Report {
 	return rep
 }
 
-// problems are what a user would call data loss or split brain in rep and
+// Problems are what a user would call data loss or split brain in rep and
 // failovers.
-func problems(rep pgwriter.Report, failovers []pgwriter.Failover) []string {
+func Problems(rep pgwriter.Report, failovers []pgwriter.Failover) []string {
 	var out []string
 	if len(rep.Lost) > 0 {
 		out = append(out, fmt.Sprintf("%d acknowledged writes lost: ids %v", len(rep.Lost), rep.Lost))

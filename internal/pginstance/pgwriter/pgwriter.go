@@ -78,6 +78,15 @@ func Prepare(ctx context.Context, connString string) error {
 	return err
 }
 
+// Start runs the writer in the background until stop is called or ctx ends; stop
+// returns once the writer has ended, and may be called more than once.
+func (w *Writer) Start(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
 // Run writes until ctx ends.
 func (w *Writer) Run(ctx context.Context) {
 	if w.Interval == 0 {
