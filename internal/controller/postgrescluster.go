@@ -109,6 +109,7 @@ func (postgresKind) ownerLabels(c *postgresv1beta1.PostgresCluster) map[string]s
 func (k postgresKind) ownedKinds() []schema.GroupVersionKind {
 	kinds := []schema.GroupVersionKind{
 		appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
+		appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		corev1.SchemeGroupVersion.WithKind("Service"),
 		corev1.SchemeGroupVersion.WithKind("Secret"),
 		corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
@@ -149,6 +150,9 @@ func (k postgresKind) readStatus(ctx context.Context, r client.Reader, c *postgr
 		}
 	}
 	counts := pgrender.ObservedStatus(c, obs, &c.Status)
+	if err := poolerStatus(ctx, r, c); err != nil {
+		return err
+	}
 	available := counts.Ready
 	if c.Status.Primary == "" {
 		available = 0 // without a primary nothing is available for writes
@@ -203,6 +207,7 @@ func (r *PostgresClusterReconciler) SetupWithManager(mgr ctrl.Manager, k postgre
 	r.kind = k
 	b := r.controllerFor(mgr, "postgrescluster", nil).
 		Owns(&rbacv1.Role{}).
-		Owns(&rbacv1.RoleBinding{})
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&appsv1.Deployment{})
 	return b.Complete(r)
 }

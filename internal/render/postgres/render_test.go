@@ -341,9 +341,10 @@ func TestBadInputIsRefusedWithAReason(t *testing.T) {
 		cluster                *postgresv1beta1.PostgresCluster
 		claims                 []*corev1.PersistentVolumeClaim
 	}{
-		{"refuses every unsupported field by name", "UnsupportedField", "spec.backups, spec.proxy, spec.instances[0].sidecars are not supported", hippo(func(c *postgresv1beta1.PostgresCluster) {
+		{"refuses every unsupported field by name", "UnsupportedField", "spec.backups, spec.instances[0].sidecars, spec.proxy.pgBouncer.config.files are not supported", hippo(func(c *postgresv1beta1.PostgresCluster) {
 			c.Spec.Backups = &apiextensionsv1.JSON{Raw: []byte(`{"pgbackrest":{}}`)}
-			c.Spec.Proxy = &apiextensionsv1.JSON{Raw: []byte(`{"pgBouncer":{}}`)}
+			c.Spec.Proxy = &postgresv1beta1.PostgresProxySpec{PGBouncer: &postgresv1beta1.PGBouncerPodSpec{
+				Config: postgresv1beta1.PGBouncerConfiguration{Files: &apiextensionsv1.JSON{Raw: []byte(`[{"secret":{"name":"x"}}]`)}}}}
 			c.Spec.InstanceSets[0].Sidecars = &apiextensionsv1.JSON{Raw: []byte(`{}`)}
 		}), nil},
 		{"refuses a major that is not installed, naming those that are", "UnsupportedPostgresVersion", "PostgreSQL 11 is not installed for the operator; installed: 15", hippo(func(c *postgresv1beta1.PostgresCluster) {

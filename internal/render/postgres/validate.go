@@ -36,6 +36,9 @@ func Validate(c *postgresv1beta1.PostgresCluster, inst Installation) error {
 	if _, err := dynamicConfig(c, inst); err != nil {
 		return err
 	}
+	if err := checkProxy(c); err != nil {
+		return err
+	}
 	return checkSwitchover(c)
 }
 
@@ -65,7 +68,7 @@ func unsupportedFields(c *postgresv1beta1.PostgresCluster) error {
 		{"customTLSSecret", s.CustomTLSSecret}, {"customReplicationTLSSecret", s.CustomReplicationClientTLSSecret},
 		{"databaseInitSQL", s.DatabaseInitSQL}, {"disableDefaultPodScheduling", s.DisableDefaultPodScheduling},
 		{"imagePullPolicy", s.ImagePullPolicy}, {"imagePullSecrets", s.ImagePullSecrets}, {"openshift", s.OpenShift},
-		{"postGISVersion", s.PostGISVersion}, {"proxy", s.Proxy}, {"userInterface", s.UserInterface},
+		{"postGISVersion", s.PostGISVersion}, {"userInterface", s.UserInterface},
 		{"monitoring", s.Monitoring}, {"instrumentation", s.Instrumentation}, {"standby", s.Standby},
 		{"supplementalGroups", s.SupplementalGroups}, {"config", s.Config}, {"authentication", s.Authentication},
 	} {
@@ -98,6 +101,7 @@ func unsupportedFields(c *postgresv1beta1.PostgresCluster) error {
 			add(svc.name+".metadata", svc.s.Metadata)
 		}
 	}
+	names = append(names, proxyUnsupported(s.Proxy)...)
 	if len(names) == 0 {
 		return nil
 	}
