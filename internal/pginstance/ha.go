@@ -204,6 +204,7 @@ func (m *Manager) switchover(ctx context.Context, cfg *pgcontract.Config, sw *pg
 	if _, err := m.conn.Exec(ctx, "CHECKPOINT"); err != nil {
 		m.log.Warn("Checkpoint before switchover failed", "err", err)
 	}
+	m.pausePoolers(ctx, cfg)
 	m.mu.Lock()
 	m.role, m.fenced, m.needRewind, m.following = "", true, true, ""
 	m.appliedSync, m.pendingSync = syncSet{}, nil
@@ -227,6 +228,7 @@ func (m *Manager) switchover(ctx context.Context, cfg *pgcontract.Config, sw *pg
 	})
 	if err != nil {
 		m.log.Warn("Switchover: could not hand the lease over; the lease expires and the replicas elect", "err", err)
+		m.resumePoolers(ctx, cfg, "")
 		return nil
 	}
 	// The shutdown checkpoint is the last record this instance wrote and the
@@ -692,6 +694,9 @@ func (m *Manager) promote(ctx context.Context, renewed time.Time, reason string)
 	m.usersGen, m.confGen = -1, -1
 	m.mu.Unlock()
 	m.log.Info("Promoted", "since primary lost", now.Sub(lost).Round(time.Millisecond))
+	// Poolers paused by a switchover wait for this; after a failover they
+	// repoint on their own, and one a dead primary left paused resumes.
+	go m.resumePoolers(ctx, m.config(), m.o.PodName)
 	m.label(ctx, pgcontract.RolePrimary)
 	return nil
 }
