@@ -61,6 +61,7 @@ func main() {
 	flag.DurationVar(&f.pg.stop, "pg-stop", 30*time.Second, "pg: how long a SIGSTOP holds the primary at least")
 	flag.DurationVar(&f.pg.lease, "pg-lease", 5*time.Second, "pg: the primary's lease (leaderLeaseDurationSeconds)")
 	flag.StringVar(&f.pg.out, "pg-out", "docs/bench-pg-results.json", "pg: JSON results; empty: do not write")
+	flag.BoolVar(&f.pg.pooler, "pg-pooler", false, "pg: the writer goes through a PgBouncer that each switchover pauses and resumes")
 	flag.Parse()
 	if err := run(f); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

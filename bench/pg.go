@@ -68,6 +68,7 @@ type PGRun struct {
 	Failover     float64  `json:"failoverSeconds"`
 	FullStrength float64  `json:"fullStrengthSeconds"`
 	Acked        int      `json:"ackedSoFar"`
+	Failed       int      `json:"failedSoFar"`
 	Unknown      int      `json:"unknownSoFar"`
 	Lost         int      `json:"lostSoFar"`
 	Phantom      int      `json:"phantomSoFar"`
@@ -81,6 +82,9 @@ type pgFlags struct {
 	kills, runs, switchovers int
 	stop, lease              time.Duration
 	out                      string
+	// pooler: the writer goes through a PgBouncer (`lookout pgbouncer`)
+	// that the switchovers pause and resume.
+	pooler bool
 }
 
 // pgPlan interleaves the faults: kills SIGKILL runs, runs of each other
@@ -157,15 +161,26 @@ func runPG(ctx context.Context, f pgFlags, bin string) (PGResult, error) {
 	defer env.Close()
 	r := &runner{}
 	defer r.close()
+	var prepare []func(*pgharness.Cluster)
+	if f.pooler {
+		prepare = append(prepare, pgharness.WithPoolers)
+		res.Description = fmt.Sprintf("3 instances of PostgreSQL 15, synchronous_mode_strict (ANY 1 of the replicas), lease %s; "+
+			"a writer every 20 ms through a PgBouncer (`lookout pgbouncer`, transaction pooling) that each switchover pauses and resumes", f.lease)
+	}
 	var c *pgharness.Cluster
 	if err := r.try(func() {
 		started := time.Now()
 		c = pgharness.NewCluster(r, env, pgharness.Command{Path: bin}, 3, pgcontract.Config{Generation: 1, PostgresVersion: 15, Port: 5432,
 			SynchronousMode: true, SynchronousModeStrict: true, SynchronousNodeCount: 1,
-			LeaseDuration: pgcontract.Duration{Duration: f.lease}})
+			LeaseDuration: pgcontract.Duration{Duration: f.lease}}, prepare...)
 		c.WaitHealthy(3 * time.Minute)
 		res.StartSeconds = time.Since(started).Seconds()
 		logf("pg: 3 instances ready and streaming after %.1fs", res.StartSeconds)
+		if f.pooler {
+			p := c.StartPooler("pg-pgbouncer-0")
+			c.StartWriterThrough(c.PoolerConnString(p), 30*time.Second)
+			return
+		}
 		c.StartWriter()
 	}); err != nil {
 		return res, err
@@ -197,7 +212,7 @@ func runPG(ctx context.Context, f pgFlags, bin string) (PGResult, error) {
 
 func pgRun(fr pgharness.FaultResult, load float64) PGRun {
 	run := PGRun{Fault: fr.Fault, OldPrimary: fr.OldPrimary, NewPrimary: fr.NewPrimary, At: fr.Injected.UTC().Format(time.RFC3339),
-		LoadAvg1: load, FullStrength: fr.FullStrength.Seconds(), Acked: fr.Report.Acked, Unknown: fr.Report.Unknown,
+		LoadAvg1: load, FullStrength: fr.FullStrength.Seconds(), Acked: fr.Report.Acked, Failed: fr.Report.Failed, Unknown: fr.Report.Unknown,
 		Lost: len(fr.Report.Lost), Phantom: len(fr.Report.Phantom), Problems: fr.Problems}
 	for _, fo := range fr.Failovers {
 		run.SplitBrain += len(fo.SplitBrain)

@@ -59,6 +59,7 @@ var layers = []struct {
 		"internal/webhook",
 		"internal/cli",
 		"internal/pginstance/...", // the PostgreSQL instance manager
+		"internal/pgbouncer",      // the PgBouncer pods' entrypoint
 	}},
 	{"install: what runs the operator in a cluster", []string{
 		"internal/install",

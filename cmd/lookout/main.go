@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/lookout-operator/lookout/internal/pgbouncer"
 	"github.com/lookout-operator/lookout/internal/pginstance"
 	"github.com/lookout-operator/lookout/internal/version"
 )
@@ -41,7 +42,7 @@ func newRootCommand() *cobra.Command {
 	if filepath.Base(os.Args[0]) == "kubectl-lookout" {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl lookout"}
 	}
-	root.AddCommand(newOperatorCommand(), newRenderCommand(), newExplainCommand(), newVersionCommand(), pginstance.NewCommand(), pginstance.NewBackupCommand())
+	root.AddCommand(newOperatorCommand(), newRenderCommand(), newExplainCommand(), newVersionCommand(), pginstance.NewCommand(), pginstance.NewBackupCommand(), pgbouncer.NewCommand())
 	return root
 }
 

@@ -114,6 +114,7 @@ func (postgresKind) ownerLabels(c *postgresv1beta1.PostgresCluster) map[string]s
 func (k postgresKind) ownedKinds() []schema.GroupVersionKind {
 	kinds := []schema.GroupVersionKind{
 		appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
+		appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		corev1.SchemeGroupVersion.WithKind("Service"),
 		corev1.SchemeGroupVersion.WithKind("Secret"),
 		corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
@@ -158,6 +159,9 @@ func (k postgresKind) readStatus(ctx context.Context, r client.Reader, c *postgr
 	}
 	counts := pgrender.ObservedStatus(c, obs, &c.Status)
 	if err := k.readBackupStatus(ctx, r, c, &obs); err != nil {
+		return err
+	}
+	if err := poolerStatus(ctx, r, c); err != nil {
 		return err
 	}
 	available := counts.Ready
@@ -217,6 +221,7 @@ func (r *PostgresClusterReconciler) SetupWithManager(mgr ctrl.Manager, k postgre
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&batchv1.CronJob{}).
-		Owns(&batchv1.Job{})
+		Owns(&batchv1.Job{}).
+		Owns(&appsv1.Deployment{})
 	return b.Complete(r)
 }

@@ -43,8 +43,8 @@ func (p *statusPoller) statuses(ctx context.Context, pods []corev1.Pod) map[stri
 	var wg sync.WaitGroup
 	for i := range pods {
 		pod := &pods[i]
-		if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
-			continue
+		if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() || pod.Labels[pgcontract.LabelInstance] == "" {
+			continue // not running, or not an instance (a pooler)
 		}
 		wg.Add(1)
 		go func() {

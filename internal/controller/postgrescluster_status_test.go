@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,7 +62,8 @@ func TestPostgresStatusFromTheInstances(t *testing.T) {
 	// pod's "IP" is the loopback and the test asks through a poller per pod.
 	pods := []corev1.Pod{}
 	for _, name := range []string{"hippo-a-0", "hippo-b-0", "hippo-c-0"} {
-		pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{PodIP: "127.0.0.1"}})
+		pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{pgcontract.LabelInstance: strings.TrimSuffix(name, "-0")}},
+			Status: corev1.PodStatus{PodIP: "127.0.0.1"}})
 	}
 	got := map[string]*pgcontract.Status{}
 	start := time.Now()

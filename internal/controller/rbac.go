@@ -99,8 +99,8 @@ var Permissions = []Permission{
 		Verbs:     statusVerbs, Why: "status.bindings: accepted or rejected, per workload"},
 	// Generated objects. Secrets and ConfigMaps are cached as metadata only;
 	// the content of one is read (get) when a monitor references it.
-	{Scope: ScopeWatched, Group: "apps", Resources: []string{"statefulsets", "daemonsets"},
-		Verbs: writeVerbs, Why: "Prometheus, Alertmanager, ThanosRuler StatefulSets; PrometheusAgent DaemonSets"},
+	{Scope: ScopeWatched, Group: "apps", Resources: []string{"statefulsets", "daemonsets", "deployments"},
+		Verbs: writeVerbs, Why: "Prometheus, Alertmanager, ThanosRuler StatefulSets; PrometheusAgent DaemonSets; PostgresCluster pooler Deployments"},
 	{Scope: ScopeWatched, Group: "", Resources: []string{"services", "secrets", "configmaps", "serviceaccounts"},
 		Verbs: writeVerbs, Why: "governing Services, config Secrets, rule ConfigMaps, ServiceAccounts; referenced credentials read"},
 	{Scope: ScopeWatched, Group: "batch", Resources: []string{"cronjobs", "jobs"},

@@ -39,6 +39,10 @@ func (g *Cluster) PostgresCluster(ctx context.Context, c *postgresv1beta1.Postgr
 	for _, u := range pgrender.Users(c) {
 		names = append(names, pgrender.UserSecretName(c.Name, u.Name))
 	}
+	if c.Spec.Proxy != nil {
+		// The pooler's token and certificate are kept too.
+		names = append(names, pgrender.PoolerName(c.Name))
+	}
 	keys := make([]string, len(names))
 	for i, n := range names {
 		keys[i] = c.Namespace + "/" + n

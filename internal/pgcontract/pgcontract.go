@@ -131,6 +131,10 @@ type Config struct {
 	Backups *Backups `json:"backups,omitempty"`
 	// Restore, when set, bootstraps a new cluster from a backup.
 	Restore *Restore `json:"restore,omitempty"`
+
+	// Poolers, when set (spec.proxy.pgBouncer), are paused around every
+	// planned primary change (pooler.go).
+	Poolers *Poolers `json:"poolers,omitempty"`
 }
 
 type User struct {
@@ -211,6 +215,9 @@ type Status struct {
 	SynchronousStandbys []string `json:"synchronousStandbys,omitempty"`
 	// FailoverBlocked, on a replica that would take over: why it does not.
 	FailoverBlocked string `json:"failoverBlocked,omitempty"`
+	// PoolerProblem, after a switchover: the poolers that did not pause or
+	// resume, and why (the switchover went on without them).
+	PoolerProblem string `json:"poolerProblem,omitempty"`
 	// AppliedGeneration is the Config.Generation this instance runs with;
 	// PendingRestart lists parameters that need a restart to apply.
 	AppliedGeneration int64    `json:"appliedGeneration,omitempty"`

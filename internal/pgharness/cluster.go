@@ -172,17 +172,24 @@ func (c *Cluster) createPod(name string) {
 func (c *Cluster) Start(name string) {
 	c.T.Helper()
 	in := c.Insts[name]
-	logf, err := os.OpenFile(in.LogPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	c.must(err)
-	args := append([]string{"netns", "exec", in.Host.Namespace, c.manager.Path}, c.manager.Args...)
-	args = append(args, "instance",
+	args := append([]string{"instance",
 		"--cluster", c.Name, "--pgdata", in.PGData(), "--socket-dir", in.SocketDir(),
 		"--tls-dir", filepath.Join(in.Dir, "tls"), "--secrets-dir", filepath.Join(c.Dir, "secrets"),
-		"--listen", fmt.Sprintf("%s:%d", in.Host.IP, pgcontract.ManagerPort), "--kubeconfig", c.env.Kubeconfig, "--bin-dir", c.env.BinDir)
-	args = append(args, c.Args...)
-	cmd := exec.Command("ip", args...)
-	cmd.Env = append(append(os.Environ(), c.manager.Env...),
-		pgcontract.EnvPodName+"="+name, pgcontract.EnvPodNamespace+"="+c.NS, pgcontract.EnvPodIP+"="+in.Host.IP)
+		"--listen", fmt.Sprintf("%s:%d", in.Host.IP, pgcontract.ManagerPort), "--kubeconfig", c.env.Kubeconfig, "--bin-dir", c.env.BinDir},
+		c.Args...)
+	c.run(in, []string{pgcontract.EnvPodIP + "=" + in.Host.IP}, args...)
+}
+
+// run runs the lookout subcommand args in the instance's namespace, with
+// the pod's name and namespace (and env) in its environment and its output
+// appended to the instance's log.
+func (c *Cluster) run(in *Instance, env []string, args ...string) {
+	c.T.Helper()
+	logf, err := os.OpenFile(in.LogPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	c.must(err)
+	cmd := exec.Command("ip", append(append([]string{"netns", "exec", in.Host.Namespace, c.manager.Path}, c.manager.Args...), args...)...)
+	cmd.Env = append(append(append(os.Environ(), c.manager.Env...),
+		pgcontract.EnvPodName+"="+in.Name, pgcontract.EnvPodNamespace+"="+c.NS), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c.must(cmd.Start())
@@ -292,27 +299,39 @@ func ipCmd(args ...string) error {
 func (c *Cluster) Close() {
 	c.StopWriters()
 	for _, in := range c.Insts {
-		for range 100 {
-			in.Signal(syscall.SIGCONT)
-			in.Signal(syscall.SIGKILL)
-			if len(in.pids()) == 0 {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if in.exited != nil {
-			<-in.exited
-		}
-		if c.T.Failed() {
-			if data, err := os.ReadFile(in.LogPath()); err == nil {
-				c.T.Logf("--- %s manager log (last 60 lines) ---\n%s", in.Name, tail(string(data), 60))
-			}
-		}
+		in.killAll()
+		c.logTail(in, "manager")
 		in.Host.Close()
 		removeSharedMemory(in.PGData())
 	}
 	_ = c.env.Clientset.CoreV1().Namespaces().Delete(context.Background(), c.NS, metav1.DeleteOptions{})
 	_ = os.RemoveAll(c.Dir)
+}
+
+// killAll SIGKILLs every process of the instance (continued first, should
+// it be stopped) until none is left, and waits for its first process.
+func (in *Instance) killAll() {
+	for range 100 {
+		in.Signal(syscall.SIGCONT)
+		in.Signal(syscall.SIGKILL)
+		if len(in.pids()) == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if in.exited != nil {
+		<-in.exited
+	}
+}
+
+// logTail logs the end of the instance's log when the run failed.
+func (c *Cluster) logTail(in *Instance, what string) {
+	if !c.T.Failed() {
+		return
+	}
+	if data, err := os.ReadFile(in.LogPath()); err == nil {
+		c.T.Logf("--- %s %s log (last 60 lines) ---\n%s", in.Name, what, tail(string(data), 60))
+	}
 }
 
 // removeSharedMemory removes the small System V segment a postgres killed

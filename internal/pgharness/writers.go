@@ -25,10 +25,15 @@ const strandedIDs = 1_000_000_000
 
 // StartWriter creates the table and starts the writer, and waits for its
 // first acknowledged write.
-func (c *Cluster) StartWriter() {
+func (c *Cluster) StartWriter() { c.StartWriterThrough(c.ConnString(), 0) }
+
+// StartWriterThrough is StartWriter with the writer connecting through
+// connString (a pooler), each connect and write bounded by timeout (the
+// writer's default when 0).
+func (c *Cluster) StartWriterThrough(connString string, timeout time.Duration) {
 	c.T.Helper()
-	c.must(pgwriter.Prepare(context.Background(), c.ConnString()))
-	c.writer = &writers{main: &pgwriter.Writer{ConnString: c.ConnString(), Interval: 20 * time.Millisecond}}
+	c.must(pgwriter.Prepare(context.Background(), connString))
+	c.writer = &writers{main: &pgwriter.Writer{ConnString: connString, Interval: 20 * time.Millisecond, Timeout: timeout}}
 	c.writer.start(c.writer.main)
 	c.WaitFor(30*time.Second, "the writer's first acknowledged write", func() (bool, string) {
 		return pgwriter.CountAcked(c.writer.main.Records()) > 0, lastErr(c.writer.main.Records())

@@ -206,14 +206,22 @@ func (m *Manager) switchover(ctx context.Context, cfg *pgcontract.Config, sw *pg
 	target = best.Instance
 	m.log.Info("Switchover: handing over", "target", target, "trigger", sw.Trigger)
 	m.setState("Demoting", "switchover to "+target)
+	if err := m.announceHandover(ctx, target); err != nil {
+		m.log.Warn("Switchover: could not announce the handover", "err", err)
+	}
+	// Writes go on during this checkpoint; the shutdown checkpoint after it
+	// has little left to write, which shortens the pause.
 	if _, err := m.conn.Exec(ctx, "CHECKPOINT"); err != nil {
 		m.log.Warn("Checkpoint before switchover failed", "err", err)
 	}
+	m.pausePoolers(ctx, cfg)
 	m.mu.Lock()
 	m.role, m.fenced, m.needRewind, m.following = "", true, true, ""
 	m.appliedSync, m.pendingSync = syncSet{}, nil
 	m.mu.Unlock()
-	m.label(ctx, "")
+	// The role label goes once the Lease is handed over, not inside the
+	// pause: a stopped primary takes no write through its Service anyway.
+	defer m.label(ctx, "")
 	m.pg.stop(syscall.SIGINT, 10*time.Second)
 	out, err := m.pg.rn.run("pg_controldata", "-D", m.pg.pgdata)
 	if err != nil {
@@ -230,8 +238,16 @@ func (m *Manager) switchover(ctx context.Context, cfg *pgcontract.Config, sw *pg
 	})
 	if err != nil {
 		m.log.Warn("Switchover: could not hand the lease over; the lease expires and the replicas elect", "err", err)
+		m.resumePoolers(ctx, cfg, "")
 		return nil
 	}
+	// The shutdown checkpoint is the last record this instance wrote and the
+	// target promotes only once it holds it: the new timeline forks after
+	// everything here, so this instance follows it without a rewind. (Should
+	// it not, it stops streaming and follow rewinds it after 10 s.)
+	m.mu.Lock()
+	m.needRewind = handover == ""
+	m.mu.Unlock()
 	m.log.Info("Switchover: lease handed over", "target", target, "lsn", handover)
 	return nil
 }
@@ -279,7 +295,10 @@ func (m *Manager) replicaStep(ctx context.Context, cfg *pgcontract.Config, lease
 		m.lostSince = time.Time{}
 		m.status.FailoverBlocked = ""
 		m.mu.Unlock()
-		return m.follow(ctx, cfg, h, silent < cfg.LeaseDuration.Duration*3/10)
+		if handoverTarget(lease) == m.o.PodName {
+			m.prepareHandover(ctx, cfg, lease)
+		}
+		return m.follow(ctx, cfg, m.upstream(lease, h), silent < cfg.LeaseDuration.Duration*3/10)
 	}
 	return m.elect(ctx, cfg, lease, h, why)
 }
@@ -585,6 +604,7 @@ func (m *Manager) takeOver(ctx context.Context, cfg *pgcontract.Config, lease *c
 		setLeaseSync(l, next)
 		setAnnotation(l, annotationLSN, pos)
 		setAnnotation(l, annotationHandoverLSN, "")
+		setAnnotation(l, annotationHandoverTo, "")
 		setAnnotation(l, annotationReleasedBy, "")
 		taken, err = m.k.updateLease(ctx, l)
 	}
@@ -620,7 +640,7 @@ func (m *Manager) takeHandover(ctx context.Context, cfg *pgcontract.Config, leas
 	m.mu.Lock()
 	m.role, m.lastRenew = pgcontract.RolePrimary, started
 	m.mu.Unlock()
-	if err := m.writeLease(ctx, nil); err != nil {
+	if err := m.writeLease(ctx, func(l *coordv1.Lease) { setAnnotation(l, annotationHandoverTo, "") }); err != nil {
 		m.fence("renew the handed-over lease: " + err.Error())
 		return nil
 	}
@@ -631,8 +651,13 @@ func (m *Manager) takeHandover(ctx context.Context, cfg *pgcontract.Config, leas
 // Lease records for the new primary before it accepts a write.
 func (m *Manager) applySyncBeforePromotion(ctx context.Context, cfg *pgcontract.Config, s syncSet) error {
 	m.mu.Lock()
+	prepared := m.appliedSync.equal(s) && m.pendingSync == nil
 	m.appliedSync, m.pendingSync = s, nil
 	m.mu.Unlock()
+	var names string
+	if prepared && m.conn.QueryRow(ctx, "SHOW synchronous_standby_names").Scan(&names) == nil && names == s.standbyNames() {
+		return nil // prepareHandover applied it
+	}
 	if err := m.pg.writeConfig(m.confInput(cfg, "", ""), true); err != nil {
 		return err
 	}
@@ -689,6 +714,9 @@ func (m *Manager) promote(ctx context.Context, renewed time.Time, reason string)
 	m.usersGen, m.confGen = -1, -1
 	m.mu.Unlock()
 	m.log.Info("Promoted", "since primary lost", now.Sub(lost).Round(time.Millisecond))
+	// Poolers paused by a switchover wait for this; after a failover they
+	// repoint on their own, and one a dead primary left paused resumes.
+	go m.resumePoolers(ctx, m.config(), m.o.PodName)
 	m.label(ctx, pgcontract.RolePrimary)
 	return nil
 }

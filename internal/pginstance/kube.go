@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -115,7 +114,7 @@ func setAnnotation(l *coordv1.Lease, k, v string) {
 // (a backup Job's pods carry the cluster label too, and are no peers).
 func (k *kube) pods(ctx context.Context) ([]corev1.Pod, error) {
 	list, err := k.cs.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{pgcontract.LabelCluster: k.cluster}).String() + "," + pgcontract.LabelInstance,
+		LabelSelector: pgcontract.LabelCluster + "=" + k.cluster + "," + pgcontract.LabelInstance,
 	})
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ type Manager struct {
 	k        *kube
 	pg       *postgres
 	cfgw     *configWatch
+	leaseCh  chan struct{} // a Lease change wakes the loop
 	br       *backrest
 	bk       backupState
 	password string
@@ -72,19 +73,7 @@ func NewManager(o Options, log *slog.Logger) (*Manager, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	var rc *rest.Config
-	var err error
-	if o.Kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client config: %w", err)
-	}
-	rc.QPS, rc.Burst = 50, 100
-	rc.Timeout = 2 * time.Second
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := NewKubeClient(o.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -93,18 +82,37 @@ func NewManager(o Options, log *slog.Logger) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{
-		o:      o,
-		log:    log.With("instance", o.PodName),
-		k:      &kube{cs: cs, ns: o.Namespace, cluster: o.Cluster, pod: o.PodName},
-		pg:     &postgres{pgdata: o.PGDATA, socketDir: o.SocketDir, rn: rn},
-		cfgw:   &configWatch{changed: make(chan struct{}, 1)},
-		podIPs: map[string]string{},
+		o:       o,
+		log:     log.With("instance", o.PodName),
+		k:       &kube{cs: cs, ns: o.Namespace, cluster: o.Cluster, pod: o.PodName},
+		pg:      &postgres{pgdata: o.PGDATA, socketDir: o.SocketDir, rn: rn},
+		cfgw:    &configWatch{changed: make(chan struct{}, 1)},
+		leaseCh: make(chan struct{}, 1),
+		podIPs:  map[string]string{},
 	}
 	if m.br, err = newBackrest(o, rn); err != nil {
 		return nil, err
 	}
 	m.status.Instance = o.PodName
 	return m, nil
+}
+
+// NewKubeClient is the client of a pod's own program (the instance manager,
+// the pooler): from kubeconfig, else in-cluster; every call bounded to 2 s.
+func NewKubeClient(kubeconfig string) (*kubernetes.Clientset, error) {
+	var rc *rest.Config
+	var err error
+	if kubeconfig != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		rc, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
+	}
+	rc.QPS, rc.Burst = 50, 100
+	rc.Timeout = 2 * time.Second
+	return kubernetes.NewForConfig(rc)
 }
 
 // Run runs the instance until ctx ends or a signal asks it to stop; postgres
@@ -142,6 +150,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	defer srv.Close()
 	go m.k.watchConfig(ctx, m.cfgw)
+	go m.k.watchLease(ctx, m.leaseCh)
 	go m.renewLoop(ctx)
 
 	cfg, err := m.waitConfig(ctx)
@@ -163,6 +172,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 		case <-m.cfgw.changed:
+		case <-m.leaseCh:
 		}
 	}
 }

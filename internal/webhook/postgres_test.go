@@ -27,7 +27,7 @@ func TestPostgresClusterWebhook(t *testing.T) {
 	}{
 		{"admits a cluster it can run", ``, ""},
 		{"admits a known parameter", `,"patroni":{"dynamicConfiguration":{"postgresql":{"parameters":{"work_mem":"8MB"}}}}`, ""},
-		{"denies a field Lookout does not honour, by name", `,"proxy":{"pgBouncer":{}}`, `spec.proxy: Forbidden: spec.proxy is not supported by Lookout`},
+		{"denies a field Lookout does not honour, by name", `,"userInterface":{"pgAdmin":{}}`, `spec.userInterface: Forbidden: spec.userInterface is not supported by Lookout`},
 		{"denies a major not installed", `,"postgresVersion":16`, `spec.postgresVersion: Invalid value: UnsupportedPostgresVersion: PostgreSQL 16 is not installed for the operator; installed: 15`},
 		{"denies an unknown parameter", `,"patroni":{"dynamicConfiguration":{"postgresql":{"parameters":{"work_mme":"8MB"}}}}`, `parameters.work_mme: Invalid value: InvalidParameter: PostgreSQL 15 has no parameter "work_mme"`},
 	} {

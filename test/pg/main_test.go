@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/lookout-operator/lookout/internal/pgbouncer"
 	"github.com/lookout-operator/lookout/internal/pgcontract"
 	"github.com/lookout-operator/lookout/internal/pgharness"
 	"github.com/lookout-operator/lookout/internal/pginstance"
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	// Re-executed as an instance manager inside a network namespace.
 	if os.Getenv(instanceEnv) != "" {
 		root := &cobra.Command{Use: "lookout", SilenceUsage: true}
-		root.AddCommand(pginstance.NewCommand(), pginstance.NewBackupCommand())
+		root.AddCommand(pginstance.NewCommand(), pginstance.NewBackupCommand(), pgbouncer.NewCommand())
 		root.SetArgs(os.Args[1:])
 		if err := root.Execute(); err != nil {
 			fmt.Fprintln(os.Stderr, "Error:", err)

@@ -90,17 +90,7 @@ func TestPGOManifestRunsThreeInstancesAndFailsOverWithoutLosingAWrite(t *testing
 
 	// A client writes through the Secret's uri throughout the fault.
 	w := &pgwriter.Writer{ConnString: uri, Lookup: lookup, Interval: 20 * time.Millisecond}
-	wctx, stopWriter := context.WithCancel(testCtx)
-	writerDone := make(chan struct{})
-	go func() { w.Run(wctx); close(writerDone) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			stopWriter()
-			<-writerDone
-		}
-	}
+	stop := startWriter(w)
 	defer stop()
 	waitFor(t, 60*time.Second, "the writer's first acknowledged writes", func() (bool, string) {
 		return pgwriter.CountAcked(w.Records()) >= 20, lastError(w.Records())
@@ -324,6 +314,17 @@ func waitFor(t *testing.T, deadline time.Duration, what string, ok func() (bool,
 	}
 }
 
+// startWriter runs w until the returned stop (which may be called again).
+func startWriter(w *pgwriter.Writer) (stop func()) {
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 func lastError(records []pgwriter.Record) string {
 	for i := len(records) - 1; i >= 0; i-- {
 		if records[i].Err != "" {
@@ -349,6 +350,8 @@ func kc(t *testing.T, args ...string) string {
 func logPods(t *testing.T, pods *devenv.PostgresPods, ns string) {
 	t.Logf("kubectl get pods:\n%s", kc(t, "get", "pods", "-n", ns, "-o", "wide", "--show-labels"))
 	logs, _ := filepath.Glob(filepath.Join(work, ns, "*", pgrender.ContainerName+".log"))
+	poolers, _ := filepath.Glob(filepath.Join(work, ns, "*", pgrender.PoolerContainerName+".log"))
+	logs = append(logs, poolers...)
 	// The latest runs: a pod that failed at once was replaced again and again.
 	modified := func(path string) time.Time {
 		st, err := os.Stat(path)

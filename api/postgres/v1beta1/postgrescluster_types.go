@@ -106,6 +106,11 @@ type PostgresClusterSpec struct {
 	// +optional
 	Paused *bool `json:"paused,omitempty"`
 
+	// A connection pooler (PgBouncer) in front of the primary; see
+	// pgbouncer_types.go.
+	// +optional
+	Proxy *PostgresProxySpec `json:"proxy,omitempty"`
+
 	// Documented by PGO, not honoured by Lookout (refused when set).
 
 	// +optional
@@ -126,8 +131,6 @@ type PostgresClusterSpec struct {
 	OpenShift *apiextensionsv1.JSON `json:"openshift,omitempty"`
 	// +optional
 	PostGISVersion *apiextensionsv1.JSON `json:"postGISVersion,omitempty"`
-	// +optional
-	Proxy *apiextensionsv1.JSON `json:"proxy,omitempty"`
 	// +optional
 	UserInterface *apiextensionsv1.JSON `json:"userInterface,omitempty"`
 	// +optional

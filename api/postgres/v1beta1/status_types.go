@@ -37,6 +37,10 @@ type PostgresClusterStatus struct {
 	// +optional
 	PGBackRest *PGBackRestStatus `json:"pgbackrest,omitempty"`
 
+	// The pooler's pods, when spec.proxy is set.
+	// +optional
+	Proxy *PostgresProxyStatus `json:"proxy,omitempty"`
+
 	// Ready is "<ready>/<desired>" instances, for the printer column.
 	// +optional
 	Ready string `json:"ready,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,7 +137,10 @@ func (w *Writer) Run(ctx context.Context) {
 				r.Outcome, r.Err = Failed, err.Error()
 			default:
 				var pgErr *pgconn.PgError
-				if errors.As(err, &pgErr) && pgErr.SQLState() != "57P01" && pgErr.SQLState() != "40001" {
+				// A connection exception (class 08) comes from a pooler
+				// whose server connection broke: the statement may have
+				// committed.
+				if errors.As(err, &pgErr) && pgErr.SQLState() != "57P01" && pgErr.SQLState() != "40001" && !strings.HasPrefix(pgErr.SQLState(), "08") {
 					// The server refused the statement (read-only, ...):
 					// the transaction rolled back.
 					r.Outcome = Failed

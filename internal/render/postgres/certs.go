@@ -61,17 +61,24 @@ func clusterCA(in *Inputs) (certPEM, keyPEM []byte, cert *x509.Certificate, key 
 // certificate (every instance and Service name): kept from its Secret when
 // the CA signed it and it has the names wanted, new otherwise.
 func serverCert(in *Inputs, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
-	names := serverNames(in.Cluster.Name, in.Cluster.Namespace)
-	if s := in.Secrets[ClusterCertSecretName(in.Cluster.Name)]; s != nil {
+	return leafCert(in, ca, caKey, ClusterCertSecretName(in.Cluster.Name), "server",
+		PrimaryServiceName(in.Cluster.Name)+"."+in.Cluster.Namespace+".svc", serverNames(in.Cluster.Name, in.Cluster.Namespace))
+}
+
+// leafCert returns the PEM certificate and key for cn and names that Secret
+// secretName holds: kept when the CA signed it and
+// it has the names wanted, new from the seed's purpose otherwise.
+func leafCert(in *Inputs, ca *x509.Certificate, caKey *ecdsa.PrivateKey, secretName, purpose, cn string, names []string) (certPEM, keyPEM []byte, err error) {
+	if s := in.Secrets[secretName]; s != nil {
 		if cert, _, ok := parsePair(s.Data[KeyTLSCert], s.Data[KeyTLSKey]); ok &&
 			cert.CheckSignatureFrom(ca) == nil && slices.Equal(cert.DNSNames, names) {
 			return s.Data[KeyTLSCert], s.Data[KeyTLSKey], nil
 		}
 	}
-	key := keyOf(in.Seed, "server")
+	key := keyOf(in.Seed, purpose)
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(in.Seed, "server"),
-		Subject:      pkix.Name{CommonName: PrimaryServiceName(in.Cluster.Name) + "." + in.Cluster.Namespace + ".svc"},
+		SerialNumber: serial(in.Seed, purpose),
+		Subject:      pkix.Name{CommonName: cn},
 		DNSNames:     names,
 		NotBefore:    in.Now.Add(-backdate).UTC(),
 		NotAfter:     in.Now.Add(serverValidity).UTC(),
@@ -81,7 +88,7 @@ func serverCert(in *Inputs, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (cert
 	}
 	der, err := x509.CreateCertificate(nil, tmpl, ca, key.Public(), deterministic{caKey})
 	if err != nil {
-		return nil, nil, fmt.Errorf("create the server certificate: %w", err)
+		return nil, nil, fmt.Errorf("create the %s certificate: %w", purpose, err)
 	}
 	return encodePair(der, key)
 }

@@ -91,7 +91,7 @@ func instanceRBAC(c *postgresv1beta1.PostgresCluster, instances []string) (*core
 		ObjectMeta: ownedMeta(c, name, nil),
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
-				ResourceNames: []string{pgcontract.LeaseName(c.Name)}, Verbs: []string{"get", "update", "patch"}},
+				ResourceNames: []string{pgcontract.LeaseName(c.Name)}, Verbs: []string{"get", "watch", "update", "patch"}},
 			// create cannot be limited to a name: the apiserver does not know it yet.
 			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 			{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: pods, Verbs: []string{"get", "patch"}},

@@ -79,11 +79,16 @@ func Render(in *Inputs) (*Desired, error) {
 	if restore != nil {
 		cfg.Restore = restore.restore
 	}
+	cfg.Poolers = poolersConfig(in)
 	userSecrets := make([]workload.Object, 0, len(Users(c)))
 	for _, u := range Users(c) {
 		s, user := userSecret(in, u)
 		userSecrets = append(userSecrets, s)
 		cfg.Users = append(cfg.Users, user)
+	}
+	poolerObjs, err := poolerObjects(in, cfg.Users, ca, caKey, caCert)
+	if err != nil {
+		return nil, fmt.Errorf("render PostgresCluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
@@ -115,6 +120,7 @@ func Render(in *Inputs) (*Desired, error) {
 			out = append(out, pdb)
 		}
 	}
+	out = append(out, poolerObjs...)
 	if in.Monitoring {
 		rule, err := prometheusRule(c, dyn)
 		if err != nil {
@@ -308,6 +314,7 @@ func userSecret(in *Inputs, u postgresv1beta1.PostgresUserSpec) (*corev1.Secret,
 	jdbc += "?password=" + urlQueryEscape(password) + "&user=" + urlQueryEscape(u.Name)
 	data[KeyURI] = []byte(uri)
 	data[KeyJDBCURI] = []byte(jdbc)
+	addPoolerKeys(c, data, u, password)
 	return secret(c, name, map[string]string{LabelUser: u.Name}, data),
 		pgcontract.User{Name: u.Name, Databases: slices.Clone(u.Databases), Options: u.Options, Verifier: verifier}
 }

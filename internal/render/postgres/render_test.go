@@ -343,10 +343,11 @@ func TestBadInputIsRefusedWithAReason(t *testing.T) {
 		cluster                *postgresv1beta1.PostgresCluster
 		claims                 []*corev1.PersistentVolumeClaim
 	}{
-		{"refuses every unsupported field by name", "UnsupportedField", "spec.proxy, spec.instances[0].sidecars, spec.backups.pgbackrest.image are not supported", hippo(func(c *postgresv1beta1.PostgresCluster) {
+		{"refuses every unsupported field by name", "UnsupportedField", "spec.instances[0].sidecars, spec.backups.pgbackrest.image, spec.proxy.pgBouncer.config.files are not supported", hippo(func(c *postgresv1beta1.PostgresCluster) {
 			c.Spec.Backups = s3Backups()
 			c.Spec.Backups.PGBackRest.Image = "crunchy-pgbackrest:ubi8-2.45-0"
-			c.Spec.Proxy = &apiextensionsv1.JSON{Raw: []byte(`{"pgBouncer":{}}`)}
+			c.Spec.Proxy = &postgresv1beta1.PostgresProxySpec{PGBouncer: &postgresv1beta1.PGBouncerPodSpec{
+				Config: postgresv1beta1.PGBouncerConfiguration{Files: &apiextensionsv1.JSON{Raw: []byte(`[{"secret":{"name":"x"}}]`)}}}}
 			c.Spec.InstanceSets[0].Sidecars = &apiextensionsv1.JSON{Raw: []byte(`{}`)}
 		}), nil},
 		{"refuses a major that is not installed, naming those that are", "UnsupportedPostgresVersion", "PostgreSQL 11 is not installed for the operator; installed: 15", hippo(func(c *postgresv1beta1.PostgresCluster) {

@@ -100,17 +100,10 @@ func statefulSet(in *Inputs, set *postgresv1beta1.PostgresInstanceSetSpec, setNa
 		EnableServiceLinks:            workload.Ptr(false),
 		TerminationGracePeriodSeconds: workload.Ptr(int64(60)),
 		Containers:                    []corev1.Container{container},
-		SecurityContext: &corev1.PodSecurityContext{
-			RunAsNonRoot:        workload.Ptr(true),
-			RunAsUser:           workload.Ptr(uid),
-			RunAsGroup:          workload.Ptr(uid),
-			FSGroup:             workload.Ptr(uid),
-			FSGroupChangePolicy: workload.Ptr(corev1.FSGroupChangeOnRootMismatch),
-			SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
-		Affinity:                  set.Affinity.DeepCopy(),
-		Tolerations:               slices.Clone(set.Tolerations),
-		TopologySpreadConstraints: slices.Clone(set.TopologySpreadConstraints),
+		SecurityContext:               podSecurityContext(uid),
+		Affinity:                      set.Affinity.DeepCopy(),
+		Tolerations:                   slices.Clone(set.Tolerations),
+		TopologySpreadConstraints:     slices.Clone(set.TopologySpreadConstraints),
 		Volumes: []corev1.Volume{
 			{Name: volumeTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 				SecretName: ClusterCertSecretName(c.Name), DefaultMode: &mode}}},
@@ -145,6 +138,19 @@ func statefulSet(in *Inputs, set *postgresv1beta1.PostgresInstanceSetSpec, setNa
 	}
 }
 
+// podSecurityContext runs a pod's containers as uid (user, group and the
+// volumes' group), never as root.
+func podSecurityContext(uid int64) *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:        workload.Ptr(true),
+		RunAsUser:           workload.Ptr(uid),
+		RunAsGroup:          workload.Ptr(uid),
+		FSGroup:             workload.Ptr(uid),
+		FSGroupChangePolicy: workload.Ptr(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
 func selectorCopy(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
@@ -172,9 +178,14 @@ func fieldEnv(name, path string) corev1.EnvVar {
 }
 
 func probe(path string, period, failures int32) *corev1.Probe {
+	return probeOn(pgcontract.ManagerPortName, path, period, failures)
+}
+
+// probeOn is an HTTP probe of path on the container's port named portName.
+func probeOn(portName, path string, period, failures int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: path, Port: intstr.FromString(pgcontract.ManagerPortName), Scheme: corev1.URISchemeHTTP}},
+			Path: path, Port: intstr.FromString(portName), Scheme: corev1.URISchemeHTTP}},
 		PeriodSeconds:    period,
 		TimeoutSeconds:   1,
 		FailureThreshold: failures,

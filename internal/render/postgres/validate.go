@@ -40,6 +40,9 @@ func Validate(c *postgresv1beta1.PostgresCluster, inst Installation) error {
 	if _, err := backupsConfig(c); err != nil {
 		return err
 	}
+	if err := checkProxy(c); err != nil {
+		return err
+	}
 	return checkSwitchover(c)
 }
 
@@ -69,7 +72,7 @@ func unsupportedFields(c *postgresv1beta1.PostgresCluster) error {
 		{"customTLSSecret", s.CustomTLSSecret}, {"customReplicationTLSSecret", s.CustomReplicationClientTLSSecret},
 		{"databaseInitSQL", s.DatabaseInitSQL}, {"disableDefaultPodScheduling", s.DisableDefaultPodScheduling},
 		{"imagePullPolicy", s.ImagePullPolicy}, {"imagePullSecrets", s.ImagePullSecrets}, {"openshift", s.OpenShift},
-		{"postGISVersion", s.PostGISVersion}, {"proxy", s.Proxy}, {"userInterface", s.UserInterface},
+		{"postGISVersion", s.PostGISVersion}, {"userInterface", s.UserInterface},
 		{"monitoring", s.Monitoring}, {"instrumentation", s.Instrumentation}, {"standby", s.Standby},
 		{"supplementalGroups", s.SupplementalGroups}, {"config", s.Config}, {"authentication", s.Authentication},
 	} {
@@ -103,6 +106,7 @@ func unsupportedFields(c *postgresv1beta1.PostgresCluster) error {
 		}
 	}
 	names = append(names, backupFields(c)...)
+	names = append(names, proxyUnsupported(s.Proxy)...)
 	if len(names) == 0 {
 		return nil
 	}
