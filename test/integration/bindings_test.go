@@ -10,7 +10,13 @@ import (
 // binding returns the Accepted condition of Prometheus ns/name on the
 // monitor's status, or nil when it has no binding for it.
 func binding(sm *monitoringv1.ServiceMonitor, ns, name string) *monitoringv1.ConfigResourceCondition {
-	for _, b := range sm.Status.Bindings {
+	return acceptedBy(&sm.Status, ns, name)
+}
+
+// acceptedBy returns the Accepted condition of Prometheus ns/name in the
+// status of a monitor of any kind, or nil when it has no binding for it.
+func acceptedBy(status *monitoringv1.ConfigResourceStatus, ns, name string) *monitoringv1.ConfigResourceCondition {
+	for _, b := range status.Bindings {
 		if b.Resource == "prometheuses" && b.Namespace == ns && b.Name == name {
 			for i := range b.Conditions {
 				if b.Conditions[i].Type == monitoringv1.Accepted {

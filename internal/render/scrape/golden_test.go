@@ -254,6 +254,7 @@ func goldenCases() map[string]Input {
 	}
 	maps.Copy(cases, credentialGoldenCases())
 	maps.Copy(cases, scrapeConfigGoldenCases())
+	maps.Copy(cases, sdGoldenCases())
 	maps.Copy(cases, additionalGoldenCases())
 	maps.Copy(cases, alertingGoldenCases())
 	maps.Copy(cases, remoteGoldenCases())

@@ -96,6 +96,18 @@ func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 	sc2 := newScrapeConfig("sc-ns", "sc2", withSCSpec(func(s *monitoringv1alpha1.ScrapeConfigSpec) {
 		s.Authorization = &monitoringv1.SafeAuthorization{Credentials: sec("sc2-authz")}
 		s.HTTPSDConfigs = []monitoringv1alpha1.HTTPSDConfig{{URL: "https://sd.example.com", BasicAuth: basic("http-sd2")}}
+		s.ConsulSDConfigs = []monitoringv1alpha1.ConsulSDConfig{{Server: "consul:8500", TokenRef: sec("consul-token"), TLSConfig: tls("consul")}}
+		s.EC2SDConfigs = []monitoringv1alpha1.EC2SDConfig{{Region: ptr("eu-west-1"), AccessKey: sec("ec2-access"), SecretKey: sec("ec2-secret"), ProxyConfig: proxyWithHeader("ec2-proxy")}}
+		s.AzureSDConfigs = []monitoringv1alpha1.AzureSDConfig{{SubscriptionID: "sub", TenantID: ptr("t"), ClientID: ptr("c"), ClientSecret: sec("azure-secret")}}
+		s.OpenStackSDConfigs = []monitoringv1alpha1.OpenStackSDConfig{{Role: monitoringv1alpha1.OpenStackRoleInstance, Region: "r",
+			Password: sec("os-password"), ApplicationCredentialSecret: sec("os-app"), TLSConfig: tls("os")}}
+		s.KumaSDConfigs = []monitoringv1alpha1.KumaSDConfig{{Server: "http://kuma:5676", OAuth2: oauth("kuma")}}
+		s.DockerSDConfigs = []monitoringv1alpha1.DockerSDConfig{{Host: "tcp://docker:2376", TLSConfig: tls("docker"), BasicAuth: basic("docker")}}
+		s.NomadSDConfigs = []monitoringv1alpha1.NomadSDConfig{{Server: "http://nomad:4646", ProxyConfig: proxyWithHeader("nomad-proxy")}}
+		s.LightSailSDConfigs = []monitoringv1alpha1.LightSailSDConfig{{AccessKey: sec("ls-access"), SecretKey: sec("ls-secret")}}
+		s.OVHCloudSDConfigs = []monitoringv1alpha1.OVHCloudSDConfig{{ApplicationKey: "k", ApplicationSecret: secretRef("ovh-app", "v"),
+			ConsumerKey: secretRef("ovh-consumer", "v"), Service: monitoringv1alpha1.OVHServiceVPS}}
+		s.IonosSDConfigs = []monitoringv1alpha1.IonosSDConfig{{DataCenterID: "dc", Authorization: monitoringv1.SafeAuthorization{Credentials: sec("ionos-token")}}}
 	}))
 
 	in := withScrapeConfigs(newMixedInput(p, monitors(sm), podMonitors(pm), probes(probe)), sc, sc2)
@@ -108,7 +120,12 @@ func TestReferenceKeysCoverWhatGenerateReads(t *testing.T) {
 		ns, name, _ := strings.Cut(key, "/")
 		in = withConfigMaps(in, newConfigMap(ns, name, map[string]string{"v": "x", "ca.crt": testPEM("ca.crt")}))
 	}
-	if !slices.Contains(secretKeys, "monitoring/class-token") || !slices.Contains(secretKeys, "monitoring/class-key") || !slices.Contains(secretKeys, "monitoring/am2-secret") ||
+	for _, key := range []string{"sc-ns/ec2-secret", "sc-ns/os-app", "sc-ns/kuma-oauth-secret", "sc-ns/docker-key", "sc-ns/nomad-proxy", "sc-ns/ovh-consumer", "sc-ns/ionos-token"} {
+		if !slices.Contains(secretKeys, key) {
+			t.Errorf("References: no Secret %s among %v", key, secretKeys)
+		}
+	}
+	if !slices.Contains(configMapKeys, "sc-ns/docker-ca") || !slices.Contains(secretKeys, "monitoring/class-token") || !slices.Contains(secretKeys, "monitoring/class-key") || !slices.Contains(secretKeys, "monitoring/am2-secret") ||
 		!slices.Contains(configMapKeys, "monitoring/am0-ca") || !slices.Contains(configMapKeys, "sc-ns/http-sd-oauth-ca") {
 		t.Errorf("References: Secrets %v\nConfigMaps %v", secretKeys, configMapKeys)
 	}

@@ -21,10 +21,28 @@ const (
 // Every other field whose name ends in SDConfigs rejects the ScrapeConfig, so that a discovery
 // mechanism added to the API later is refused rather than silently dropped.
 var supportedSDFields = map[string]bool{
-	"FileSDConfigs":       true,
-	"HTTPSDConfigs":       true,
-	"KubernetesSDConfigs": true,
-	"DNSSDConfigs":        true,
+	"FileSDConfigs":         true,
+	"HTTPSDConfigs":         true,
+	"KubernetesSDConfigs":   true,
+	"DNSSDConfigs":          true,
+	"ConsulSDConfigs":       true,
+	"EC2SDConfigs":          true,
+	"AzureSDConfigs":        true,
+	"GCESDConfigs":          true,
+	"OpenStackSDConfigs":    true,
+	"DigitalOceanSDConfigs": true,
+	"KumaSDConfigs":         true,
+	"EurekaSDConfigs":       true,
+	"DockerSDConfigs":       true,
+	"LinodeSDConfigs":       true,
+	"HetznerSDConfigs":      true,
+	"NomadSDConfigs":        true,
+	"DockerSwarmSDConfigs":  true,
+	"PuppetDBSDConfigs":     true,
+	"LightSailSDConfigs":    true,
+	"OVHCloudSDConfigs":     true,
+	"ScalewaySDConfigs":     true,
+	"IonosSDConfigs":        true,
 }
 
 // kubernetesRoles are the Prometheus roles of the API's KubernetesRole values.
@@ -160,14 +178,20 @@ func (g *generator) scrapeConfigJobs(sc *monitoringv1alpha1.ScrapeConfig) ([]*sc
 }
 
 // unsupportedDiscovery rejects a ScrapeConfig using a discovery mechanism Lookout does not
-// render: dropping it would silently scrape less than the user asked for.
+// render (every one of the API is rendered; this is for those a later API adds): dropping it
+// would silently scrape less than the user asked for.
 func unsupportedDiscovery(spec *monitoringv1alpha1.ScrapeConfigSpec) *rejection {
+	return discoveryOutside(spec, supportedSDFields)
+}
+
+// discoveryOutside rejects a ScrapeConfig using a discovery field not in supported.
+func discoveryOutside(spec *monitoringv1alpha1.ScrapeConfigSpec, supported map[string]bool) *rejection {
 	var fields []string
 	v := reflect.ValueOf(spec).Elem()
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !strings.HasSuffix(f.Name, "SDConfigs") || supportedSDFields[f.Name] || v.Field(i).Len() == 0 {
+		if !strings.HasSuffix(f.Name, "SDConfigs") || supported[f.Name] || v.Field(i).Len() == 0 {
 			continue
 		}
 		fields = append(fields, jsonName(f))
@@ -284,6 +308,9 @@ func (g *generator) scrapeConfigDiscovery(job *scrapeJob, sc *monitoringv1alpha1
 			out.Port = *dc.Port
 		}
 		job.DNSSDConfigs = append(job.DNSSDConfigs, out)
+	}
+	if rej := g.sdMechanisms(job, sc.Namespace, spec); rej != nil {
+		return discovery{}, rej
 	}
 	return disc, nil
 }

@@ -6,13 +6,29 @@ import (
 	"github.com/prometheus/prometheus/config"
 
 	// Prometheus's config loader knows the *_sd_configs of the discovery packages linked into
-	// the binary only; a job using another is refused. These are the ones Lookout writes.
-	// DNS (dns_sd_configs) needs github.com/miekg/dns in go.mod first; until then
-	// ScrapeConfigs using it are rejected as unsupported (see sdLinked).
-	_ "github.com/prometheus/prometheus/discovery/dns"
-	_ "github.com/prometheus/prometheus/discovery/file"
-	_ "github.com/prometheus/prometheus/discovery/http"
-	_ "github.com/prometheus/prometheus/discovery/kubernetes"
+	// the binary only; a job using another is refused. These are the ones a ScrapeConfig can
+	// use, imported one by one rather than through discovery/install, which would also link
+	// the mechanisms the API has no field for (Marathon, Triton, Uyuni, Vultr...).
+	_ "github.com/prometheus/prometheus/discovery/aws"          // ec2, lightsail
+	_ "github.com/prometheus/prometheus/discovery/azure"        // azure
+	_ "github.com/prometheus/prometheus/discovery/consul"       // consul
+	_ "github.com/prometheus/prometheus/discovery/digitalocean" // digitalocean
+	_ "github.com/prometheus/prometheus/discovery/dns"          // dns
+	_ "github.com/prometheus/prometheus/discovery/eureka"       // eureka
+	_ "github.com/prometheus/prometheus/discovery/file"         // file
+	_ "github.com/prometheus/prometheus/discovery/gce"          // gce
+	_ "github.com/prometheus/prometheus/discovery/hetzner"      // hetzner
+	_ "github.com/prometheus/prometheus/discovery/http"         // http
+	_ "github.com/prometheus/prometheus/discovery/ionos"        // ionos
+	_ "github.com/prometheus/prometheus/discovery/kubernetes"   // kubernetes
+	_ "github.com/prometheus/prometheus/discovery/linode"       // linode
+	_ "github.com/prometheus/prometheus/discovery/moby"         // docker, dockerswarm
+	_ "github.com/prometheus/prometheus/discovery/nomad"        // nomad
+	_ "github.com/prometheus/prometheus/discovery/openstack"    // openstack
+	_ "github.com/prometheus/prometheus/discovery/ovhcloud"     // ovhcloud
+	_ "github.com/prometheus/prometheus/discovery/puppetdb"     // puppetdb
+	_ "github.com/prometheus/prometheus/discovery/scaleway"     // scaleway
+	_ "github.com/prometheus/prometheus/discovery/xds"          // kuma
 )
 
 // prometheusSDNames are the service discovery mechanisms Prometheus v3 (the config package

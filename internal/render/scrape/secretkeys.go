@@ -1,14 +1,18 @@
 package scrape
 
 import (
+	"reflect"
+	"strings"
+
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // References returns the "namespace/name" of every Secret and every ConfigMap Generate may read
 // for in, each sorted and unique, from one walk over the monitors. The Secrets are those
-// referenced by the monitors of every kind, ScrapeConfigs and their HTTP and Kubernetes
-// discovery configs included (credentials, OAuth2, TLS, proxy headers), looked up in each
+// referenced by the monitors of every kind, ScrapeConfigs and the discovery configs of
+// every mechanism included (credentials, OAuth2, TLS, proxy headers), looked up in each
 // monitor's namespace, and those of the Prometheus's scrape class authorizations, alertmanager
 // endpoints and remote write and read endpoints, looked up in the Prometheus's. The ConfigMaps
 // are TLS CAs and client certificates and OAuth2 client IDs, looked up in each monitor's
@@ -162,14 +166,7 @@ func walkReferences(in Input, v referenceVisitor) {
 		r.oauth2(spec.OAuth2)
 		r.tls(spec.TLSConfig)
 		r.proxy(&spec.ProxyConfig)
-		for i := range spec.HTTPSDConfigs {
-			hc := &spec.HTTPSDConfigs[i]
-			r.sdHTTP(hc.BasicAuth, hc.Authorization, hc.OAuth2, hc.TLSConfig, &hc.ProxyConfig)
-		}
-		for i := range spec.KubernetesSDConfigs {
-			kc := &spec.KubernetesSDConfigs[i]
-			r.sdHTTP(kc.BasicAuth, kc.Authorization, kc.OAuth2, kc.TLSConfig, &kc.ProxyConfig)
-		}
+		r.discovery(spec)
 	}
 	if p := in.Prometheus; p != nil {
 		r := refs{v: v, ns: p.Namespace}
@@ -237,4 +234,58 @@ func (r refs) remote(ba *monitoringv1.BasicAuth, a *monitoringv1.Authorization, 
 		safeTLS = &t.SafeTLSConfig
 	}
 	r.sdHTTP(ba, safe, o, safeTLS, pc)
+}
+
+var (
+	secretKeySelectorType    = reflect.TypeFor[corev1.SecretKeySelector]()
+	configMapKeySelectorType = reflect.TypeFor[corev1.ConfigMapKeySelector]()
+)
+
+// discovery walks every Secret and ConfigMap key reference of a ScrapeConfig's discovery
+// configs: the credentials, OAuth2, TLS and proxy headers of every mechanism. Walking the
+// types rather than naming each mechanism's fields keeps the list whole for two dozen
+// mechanisms and those a later API adds; a reference Generate ends up not reading (the one
+// key of an incomplete AWS key pair) costs one read of a Secret.
+func (r refs) discovery(spec *monitoringv1alpha1.ScrapeConfigSpec) {
+	v := reflect.ValueOf(spec).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Slice && f.Len() > 0 && strings.HasSuffix(t.Field(i).Name, "SDConfigs") {
+			r.walk(f)
+		}
+	}
+}
+
+func (r refs) walk(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			r.walk(v.Elem())
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			r.walk(v.Index(i))
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			r.walk(it.Value())
+		}
+	case reflect.Struct:
+		switch v.Type() {
+		case secretKeySelectorType:
+			sel := v.Interface().(corev1.SecretKeySelector)
+			r.secret(&sel)
+		case configMapKeySelectorType:
+			if r.v.configMap != nil {
+				sel := v.Interface().(corev1.ConfigMapKeySelector)
+				r.v.configMap(r.ns, &sel)
+			}
+		default:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					r.walk(v.Field(i))
+				}
+			}
+		}
+	}
 }
