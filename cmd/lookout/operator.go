@@ -124,7 +124,7 @@ func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.Int64Var(&o.postgres.RunAsUser, "postgres-uid", pgrender.DefaultRunAsUser, "User (and group, fsGroup) id of the PostgreSQL containers, as the instance image has it")
 	f.BoolVar(&o.manageRBAC, "manage-rbac", false, "Give the generated pods the RBAC they use: Prometheus's discovery Roles or ClusterRole, the reloaders' read of their config Secret. Needs write rights on ClusterRoles, Roles and bindings, which RBAC cannot limit to the operator's own (a leaked token could empty any role). Off, as with prometheus-operator, bind the Prometheus ServiceAccount to the discovery rights yourself; the reloaders then follow the mounted config")
 	f.BoolVar(&o.selfMonitoring, "self-monitoring", false, "When leading, apply the operator's own ServiceMonitor, the reloaders' PodMonitor (in the watched namespaces) and its PrometheusRule in the operator's namespace")
-	f.BoolVar(&o.installCRDs, "install-crds", false, "Apply the monitoring.coreos.com CRDs built into this binary at start and wait until they are served (server-side apply: an older schema is upgraded, other owners' fields such as the conversion webhook are kept)")
+	f.BoolVar(&o.installCRDs, "install-crds", false, "Apply the CRDs built into this binary at start and wait until they are served: the monitoring.coreos.com ones unless --controllers names only postgrescluster, the PostgresCluster one when it names postgrescluster (server-side apply: an older schema is upgraded, other owners' fields such as the conversion webhook are kept)")
 	f.BoolVar(&o.watchList, "watch-list", false, "Informers receive their initial objects as a stream of watch events (client-go's WatchListClient) instead of pages of lists: less apiserver memory for very large collections, a slower start (default: pages, unless KUBE_FEATURE_WatchListClient says otherwise)")
 }
 
@@ -183,7 +183,7 @@ func runOperator(o operatorOptions) error {
 	cacheOpts := controller.CacheOptions(o.namespaces)
 
 	if o.installCRDs {
-		if err := applyCRDs(cfg); err != nil {
+		if err := applyCRDs(cfg, o.controllers); err != nil {
 			return err
 		}
 	}
@@ -232,6 +232,7 @@ func runOperator(o operatorOptions) error {
 			return err
 		}
 		o.wh.Postgres = o.postgres.Installation
+		o.wh.NoMonitoring = !runsMonitoring(o.controllers)
 		if err := lookoutwebhook.Setup(mgr, o.wh); err != nil {
 			return fmt.Errorf("set up the admission webhook: %w", err)
 		}
@@ -287,12 +288,31 @@ func (o operatorOptions) validate() error {
 	return nil
 }
 
+// runsMonitoring reports whether the operator runs a monitoring controller:
+// with none named (every installed kind), or one of them named.
+func runsMonitoring(controllers []string) bool {
+	return len(controllers) == 0 || slices.ContainsFunc(controllers, func(c string) bool { return c != "postgrescluster" })
+}
+
 // applyCRDs applies the CRDs built into the binary, as every replica starts:
-// the apiserver writes nothing when they are already this version's.
-func applyCRDs(cfg *rest.Config) error {
-	all, err := crds.Embedded()
-	if err != nil {
-		return err
+// the apiserver writes nothing when they are already this version's. They
+// are the monitoring.coreos.com CRDs unless --controllers names only
+// postgrescluster, and the PostgresCluster CRD when it names postgrescluster.
+func applyCRDs(cfg *rest.Config, controllers []string) error {
+	var all []*apiextensionsv1.CustomResourceDefinition
+	if runsMonitoring(controllers) {
+		monitoring, err := crds.Embedded()
+		if err != nil {
+			return err
+		}
+		all = append(all, monitoring...)
+	}
+	if slices.Contains(controllers, "postgrescluster") {
+		pg, err := crds.EmbeddedPostgres()
+		if err != nil {
+			return err
+		}
+		all = append(all, pg...)
 	}
 	s := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(s); err != nil {

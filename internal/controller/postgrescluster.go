@@ -77,6 +77,10 @@ func (postgresKind) paused(c *postgresv1beta1.PostgresCluster) bool {
 }
 func (postgresKind) resync() time.Duration { return postgresResync }
 
+// ownsRBAC: the instance managers' Role and binding are applied without
+// --manage-rbac too; without them no instance could hold the cluster's Lease.
+func (postgresKind) ownsRBAC() {}
+
 func (k postgresKind) render(ctx context.Context, g *gather.Cluster, _ Options, c *postgresv1beta1.PostgresCluster, _ *phaseTimer) (*rendered, error) {
 	res, err := g.PostgresCluster(ctx, c)
 	if err != nil {

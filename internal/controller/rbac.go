@@ -29,6 +29,18 @@ const (
 type Feature string
 
 const (
+	// FeatureMonitoring: the controllers of the monitoring.coreos.com kinds
+	// (Prometheus, PrometheusAgent, Alertmanager, ThanosRuler). An install
+	// without it runs none of them (--controllers).
+	FeatureMonitoring Feature = "Monitoring"
+	// FeaturePostgres: the PostgresCluster controller (--controllers names
+	// postgrescluster). It creates a Role and a RoleBinding per cluster for
+	// the cluster's instance managers, and the apiserver lets it grant only
+	// what it holds itself (it has no escalate or bind): so it holds, in the
+	// watched namespaces, every right those Roles grant — Leases, pods'
+	// labels, Secrets, Events — on any object of the namespace, not only the
+	// cluster's. It holds no right on ClusterRoles or ClusterRoleBindings.
+	FeaturePostgres Feature = "Postgres"
 	// FeatureSelfMonitoring: --self-monitoring applies the operator's own
 	// ServiceMonitor, PodMonitor and PrometheusRule in its namespace.
 	FeatureSelfMonitoring Feature = "SelfMonitoring"
@@ -36,6 +48,9 @@ const (
 	// CRDs embedded in the binary at start (the Helm chart's way to install
 	// and upgrade them).
 	FeatureInstallCRDs Feature = "InstallCRDs"
+	// FeatureInstallPostgresCRD: --install-crds with the postgrescluster
+	// controller applies the PostgresCluster CRD embedded in the binary.
+	FeatureInstallPostgresCRD Feature = "InstallPostgresCRD"
 	// FeatureGenerateRBAC: --manage-rbac gives each generated pod the RBAC
 	// it needs (Prometheus discovery, the reloaders' read of their config
 	// Secret). It needs write rights on ClusterRoles, Roles and their
@@ -56,7 +71,8 @@ type Permission struct {
 	ResourceNames []string
 	Verbs         []string
 	Why           string
-	// Feature, when set, is the optional part that needs the rule.
+	// Feature, when set, is the optional part that needs the rule; unset,
+	// every install grants it (leader election, the webhook, Events).
 	Feature Feature
 }
 
@@ -80,31 +96,29 @@ var Permissions = []Permission{
 	// The workloads: watched, finalizers added and removed, status written.
 	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
 		Resources: []string{"prometheuses", "alertmanagers", "prometheusagents", "thanosrulers"},
-		Verbs:     []string{"get", "list", "watch", "patch"},
-		Why:       "the workloads: watched, finalizer added and removed (patch)"},
+		Verbs:     []string{"get", "list", "watch", "patch"}, Feature: FeatureMonitoring,
+		Why: "the workloads: watched, finalizer added and removed (patch)"},
 	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
 		Resources: []string{"prometheuses/status", "alertmanagers/status", "prometheusagents/status", "thanosrulers/status"},
-		Verbs:     statusVerbs, Why: "Reconciled and Available conditions, replica counts"},
+		Verbs:     statusVerbs, Feature: FeatureMonitoring, Why: "Reconciled and Available conditions, replica counts"},
 	// Clusters with the OwnerReferencesPermissionEnforcement admission
 	// plugin demand this to set blockOwnerDeletion on children.
 	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
 		Resources: []string{"prometheuses/finalizers", "alertmanagers/finalizers", "prometheusagents/finalizers", "thanosrulers/finalizers"},
-		Verbs:     []string{"update"}, Why: "owner references with blockOwnerDeletion on generated objects"},
+		Verbs:     []string{"update"}, Feature: FeatureMonitoring, Why: "owner references with blockOwnerDeletion on generated objects"},
 	// What the workloads select: read, and status.bindings written.
 	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
 		Resources: []string{"servicemonitors", "podmonitors", "probes", "scrapeconfigs", "prometheusrules", "alertmanagerconfigs"},
-		Verbs:     readVerbs, Why: "selected objects"},
+		Verbs:     readVerbs, Feature: FeatureMonitoring, Why: "selected objects"},
 	{Scope: ScopeWatched, Group: "monitoring.coreos.com",
 		Resources: []string{"servicemonitors/status", "podmonitors/status", "probes/status", "scrapeconfigs/status", "prometheusrules/status", "alertmanagerconfigs/status"},
-		Verbs:     statusVerbs, Why: "status.bindings: accepted or rejected, per workload"},
+		Verbs:     statusVerbs, Feature: FeatureMonitoring, Why: "status.bindings: accepted or rejected, per workload"},
 	// Generated objects. Secrets and ConfigMaps are cached as metadata only;
 	// the content of one is read (get) when a monitor references it.
-	{Scope: ScopeWatched, Group: "apps", Resources: []string{"statefulsets", "daemonsets", "deployments"},
-		Verbs: writeVerbs, Why: "Prometheus, Alertmanager, ThanosRuler StatefulSets; PrometheusAgent DaemonSets; PostgresCluster pooler Deployments"},
+	{Scope: ScopeWatched, Group: "apps", Resources: []string{"statefulsets", "daemonsets"},
+		Verbs: writeVerbs, Feature: FeatureMonitoring, Why: "Prometheus, Alertmanager, ThanosRuler StatefulSets; PrometheusAgent DaemonSets"},
 	{Scope: ScopeWatched, Group: "", Resources: []string{"services", "secrets", "configmaps", "serviceaccounts"},
-		Verbs: writeVerbs, Why: "governing Services, config Secrets, rule ConfigMaps, ServiceAccounts; referenced credentials read"},
-	{Scope: ScopeWatched, Group: "batch", Resources: []string{"cronjobs", "jobs"},
-		Verbs: writeVerbs, Why: "PostgresCluster backups: a CronJob per schedule, a Job per manual backup"},
+		Verbs: writeVerbs, Feature: FeatureMonitoring, Why: "governing Services, config Secrets, rule ConfigMaps, ServiceAccounts; referenced credentials read"},
 	{Scope: ScopeWatched, Group: "rbac.authorization.k8s.io", Resources: []string{"roles", "rolebindings"},
 		Verbs: writeVerbs, Feature: FeatureGenerateRBAC, Why: "discovery and reloader RBAC of the generated pods"},
 	// Held only to be granted: the generated discovery Roles give
@@ -118,8 +132,48 @@ var Permissions = []Permission{
 	{Scope: ScopeWatched, Group: "events.k8s.io", Resources: []string{"events"},
 		Verbs: []string{"create", "patch"}, Why: "Events on workloads and rejected objects"},
 
+	// PostgreSQL: exactly what the PostgresCluster controller reads and
+	// writes.
+	{Scope: ScopeWatched, Group: "postgres-operator.crunchydata.com", Resources: []string{"postgresclusters"},
+		Verbs: []string{"get", "list", "watch", "patch"}, Feature: FeaturePostgres,
+		Why: "PostgresClusters: watched, finalizer added and removed (patch)"},
+	{Scope: ScopeWatched, Group: "postgres-operator.crunchydata.com", Resources: []string{"postgresclusters/status"},
+		Verbs: statusVerbs, Feature: FeaturePostgres, Why: "conditions, instances, primary, lag, failovers"},
+	{Scope: ScopeWatched, Group: "postgres-operator.crunchydata.com", Resources: []string{"postgresclusters/finalizers"},
+		Verbs: []string{"update"}, Feature: FeaturePostgres, Why: "owner references with blockOwnerDeletion on generated objects"},
+	{Scope: ScopeWatched, Group: "apps", Resources: []string{"statefulsets", "deployments"},
+		Verbs: writeVerbs, Feature: FeaturePostgres, Why: "a StatefulSet per instance; the PgBouncer Deployment of spec.proxy"},
+	{Scope: ScopeWatched, Group: "batch", Resources: []string{"cronjobs", "jobs"},
+		Verbs: writeVerbs, Feature: FeaturePostgres, Why: "backups: a CronJob per schedule, a Job per manual backup"},
+	{Scope: ScopeWatched, Group: "", Resources: []string{"services", "secrets", "serviceaccounts"},
+		Verbs: writeVerbs, Feature: FeaturePostgres,
+		Why: "the -primary, -replicas and -pods Services; user, certificate, replication and instance-config Secrets; the instance managers' ServiceAccount"},
+	{Scope: ScopeWatched, Group: "policy", Resources: []string{"poddisruptionbudgets"},
+		Verbs: writeVerbs, Feature: FeaturePostgres, Why: "an instance set's minAvailable"},
+	{Scope: ScopeWatched, Group: "rbac.authorization.k8s.io", Resources: []string{"roles", "rolebindings"},
+		Verbs: writeVerbs, Feature: FeaturePostgres,
+		Why: "the instance managers' Role (limited to the cluster's Lease, pods and config Secret by name) and its binding"},
+	{Scope: ScopeWatched, Group: "monitoring.coreos.com", Resources: []string{"podmonitors", "prometheusrules"},
+		Verbs: writeVerbs, Feature: FeaturePostgres,
+		Why: "each cluster's PodMonitor and PrometheusRule, when the monitoring.coreos.com CRDs are served"},
+	{Scope: ScopeWatched, Group: "", Resources: []string{"configmaps"},
+		Verbs: readVerbs, Feature: FeaturePostgres, Why: "the workload skeleton watches ConfigMaps' metadata for owned and referenced ones"},
+	{Scope: ScopeWatched, Group: "", Resources: []string{"persistentvolumeclaims"},
+		Verbs: []string{"get", "list"}, Feature: FeaturePostgres, Why: "the instances' claims: a volume is never shrunk"},
+	// pods get and patch, leases and core Events are held to be granted:
+	// the instance managers' Role gives them these, limited by name where
+	// RBAC can, and the apiserver lets the operator grant only what it holds.
+	{Scope: ScopeWatched, Group: "", Resources: []string{"pods"},
+		Verbs: []string{"get", "list", "patch"}, Feature: FeaturePostgres,
+		Why: "the instances' pods read for the status (list); get and patch granted to the instance managers (their role label)"},
+	{Scope: ScopeWatched, Group: "coordination.k8s.io", Resources: []string{"leases"},
+		Verbs: []string{"get", "watch", "create", "update", "patch"}, Feature: FeaturePostgres,
+		Why: "granted to the instance managers (the cluster's primary Lease), to the pooler and the backup Jobs (read, by name)"},
+	{Scope: ScopeWatched, Group: "", Resources: []string{"events"},
+		Verbs: []string{"create", "patch"}, Feature: FeaturePostgres, Why: "granted to the instance managers: their Events"},
+
 	{Scope: ScopeCluster, Group: "", Resources: []string{"namespaces"},
-		Verbs: readVerbs, Why: "namespace selectors"},
+		Verbs: readVerbs, Feature: FeatureMonitoring, Why: "namespace selectors"},
 	{Scope: ScopeCluster, Group: "", Resources: []string{"nodes"},
 		Verbs: readVerbs, Feature: FeatureGenerateRBAC, Why: "granted to Prometheus for node discovery"},
 	{Scope: ScopeCluster, Group: "rbac.authorization.k8s.io", Resources: []string{"clusterroles", "clusterrolebindings"},
@@ -129,7 +183,7 @@ var Permissions = []Permission{
 		Why: "the webhook's configuration and CA bundle (the configuration ships with the install)"},
 	{Scope: ScopeCluster, Group: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"},
 		ResourceNames: []string{"alertmanagerconfigs.monitoring.coreos.com"}, Verbs: []string{"get", "patch"},
-		Why: "AlertmanagerConfig conversion webhook and its CA bundle"},
+		Why: "AlertmanagerConfig conversion webhook and its CA bundle (every variant's webhook sets a conversion it left back to None)"},
 
 	{Scope: ScopeOperator, Group: "coordination.k8s.io", Resources: []string{"leases"},
 		Verbs: []string{"get", "create", "update"}, Why: "leader election (the Lease lookout-operator-leader)"},
@@ -149,7 +203,16 @@ var Permissions = []Permission{
 	{Scope: ScopeCluster, Group: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"},
 		ResourceNames: CRDNames, Verbs: []string{"get", "patch"}, Feature: FeatureInstallCRDs,
 		Why: "the monitoring.coreos.com CRDs, upgraded at start to the schema of the operator's version"},
+	{Scope: ScopeCluster, Group: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"},
+		Verbs: []string{"create"}, Feature: FeatureInstallPostgresCRD,
+		Why: "the PostgresCluster CRD, created at start when missing"},
+	{Scope: ScopeCluster, Group: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"},
+		ResourceNames: []string{PostgresCRDName}, Verbs: []string{"get", "patch"}, Feature: FeatureInstallPostgresCRD,
+		Why: "the PostgresCluster CRD, upgraded at start to the schema of the operator's version"},
 }
+
+// PostgresCRDName is the CRD of the PostgresCluster kind.
+const PostgresCRDName = "postgresclusters.postgres-operator.crunchydata.com"
 
 // CRDNames are the CRDs the operator serves.
 var CRDNames = []string{

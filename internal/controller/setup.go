@@ -109,6 +109,10 @@ var ControllerNames = []struct {
 	{"postgrescluster", schema.GroupKind{Group: postgresv1beta1.GroupVersion.Group, Kind: postgresv1beta1.Kind}},
 }
 
+// crdWait is how long a controller named in --controllers waits for the
+// apiserver to serve its CRD.
+const crdWait = 2 * time.Minute
+
 // controllersToRun decides which controllers run: those named (each must know its kind
 // served), or, with none named, every one whose CRD the apiserver serves.
 func controllersToRun(mgr ctrl.Manager, named []string) (map[string]bool, error) {
@@ -130,12 +134,22 @@ func controllersToRun(mgr ctrl.Manager, named []string) (map[string]bool, error)
 			if !ok {
 				return nil, fmt.Errorf("unknown controller %q (known: %s)", n, controllerList())
 			}
-			ok, err := served(gk)
+			// An install applies the CRDs and the operator together: a named
+			// controller waits for the apiserver to serve its CRD.
+			logged := false
+			err := wait.PollUntilContextTimeout(context.Background(), time.Second, crdWait, true, func(context.Context) (bool, error) {
+				ok, err := served(gk)
+				if err == nil && !ok && !logged {
+					mgr.GetLogger().Info("Waiting for the CRD of a controller to be served", "controller", n, "kind", gk.String(), "timeout", crdWait)
+					logged = true
+				}
+				return ok, err
+			})
+			if wait.Interrupted(err) {
+				return nil, fmt.Errorf("controller %s needs the %s CRD, which the apiserver has not served within %v", n, gk, crdWait)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("controller %s: %w", n, err)
-			}
-			if !ok {
-				return nil, fmt.Errorf("controller %s needs the %s CRD, which the apiserver does not serve", n, gk)
 			}
 			run[n] = true
 		}

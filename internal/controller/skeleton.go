@@ -117,6 +117,14 @@ type clusterPruner interface {
 	unownedKinds() []schema.GroupVersionKind
 }
 
+// rbacOwner is a kind whose Roles and bindings are part of what it runs (a
+// PostgresCluster's instance managers hold its Lease through theirs), not the
+// optional grants --manage-rbac turns on: they are applied and pruned
+// whatever that flag says.
+type rbacOwner interface {
+	ownsRBAC()
+}
+
 // retainer is implemented by a kind that keeps existing objects it no longer renders
 // (Prometheus: the StatefulSets of removed shards under a retention policy, a
 // configuration Secret that is the user's). retain runs before the apply: it returns what
@@ -314,8 +322,12 @@ func (r *workloadReconciler[T]) apply(ctx context.Context, obj T, desired *rende
 	if yield != nil {
 		yield.previous = mem.inFlight
 	}
-	err := applyObjects(ctx, r.Applier, obj, withoutRBAC(r.Options, desired.objects), pieces, r.kind.ownerLabels(obj),
-		prunedKinds(r.Options, r.kind.ownedKinds()), unowned, &mem.pruned, yield, retained...)
+	objs, owned := desired.objects, r.kind.ownedKinds()
+	if _, ok := r.kind.(rbacOwner); !ok {
+		objs, owned = withoutRBAC(r.Options, objs), prunedKinds(r.Options, owned)
+	}
+	err := applyObjects(ctx, r.Applier, obj, objs, pieces, r.kind.ownerLabels(obj),
+		owned, unowned, &mem.pruned, yield, retained...)
 	if yield != nil {
 		mem.inFlight = yield.left
 	}

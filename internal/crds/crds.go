@@ -1,6 +1,6 @@
-// Package crds reads the monitoring.coreos.com CRDs and applies them: the
-// local control plane installs them from config/crd, and the operator, with
-// --install-crds, from the copy embedded in its binary.
+// Package crds reads the monitoring.coreos.com and PostgresCluster CRDs and
+// applies them: the local control plane installs them from config/crd, and
+// the operator, with --install-crds, from the copy embedded in its binary.
 package crds
 
 import (
@@ -71,6 +71,11 @@ func Read(fsys fs.FS, dir string) ([]*apiextensionsv1.CustomResourceDefinition, 
 // Embedded returns the CRDs built into the binary.
 func Embedded() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return Read(lookout.CRDFiles, lookout.CRDDir)
+}
+
+// EmbeddedPostgres returns the PostgresCluster CRD built into the binary.
+func EmbeddedPostgres() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return Read(lookout.PostgresCRDFiles, lookout.PostgresCRDDir)
 }
 
 // Names are the names of crds, in order.

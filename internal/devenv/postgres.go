@@ -254,6 +254,31 @@ func (r *PostgresPod) Kill(ctx context.Context) error {
 	})
 }
 
+// Freeze SIGSTOPs every process of the pod, as a hung node or a frozen
+// container leaves it: the processes are there and nothing answers, neither
+// postgres nor the instance manager. Thaw resumes them.
+func (r *PostgresPod) Freeze() error { return r.signal(syscall.SIGSTOP) }
+
+// Thaw resumes the processes Freeze stopped.
+func (r *PostgresPod) Thaw() error { return r.signal(syscall.SIGCONT) }
+
+// signal sends sig to every process of the pod, twice over the list: a
+// process forked while the first pass ran is in the second.
+func (r *PostgresPod) signal(sig syscall.Signal) error {
+	pids := r.pids()
+	if len(pids) == 0 {
+		return fmt.Errorf("pod %s has no process", r.Name)
+	}
+	for range 2 {
+		for _, pid := range r.pids() {
+			if err := syscall.Kill(pid, sig); err != nil && err != syscall.ESRCH {
+				return fmt.Errorf("signal %v to process %d of pod %s: %w", sig, pid, r.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // pids are the processes in the pod's network namespace.
 func (r *PostgresPod) pids() []int {
 	out, _ := exec.Command("ip", "netns", "pids", r.Host.Namespace).Output()

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lookout-operator/lookout/internal/controller"
+	"github.com/lookout-operator/lookout/internal/pgcontract"
 )
 
 // The chart is written from the same objects as the base, rendered with
@@ -95,9 +96,14 @@ func template(objs []runtime.Object, edit func(map[string]any)) (string, error) 
 %[1]s      cidr: {{ . }}
 %[1]s  {{- end }}
 %[1]s  {{- end }}
+%[1]s{{- if $.Values.postgres.enabled }}
+%[1]s- ports:
+%[1]s  - port: %[2]d
+%[1]s    protocol: TCP
+%[1]s{{- end }}
 %[1]s{{- else }}
 %[1]s- {}
-%[1]s{{- end }}`, egressLine.FindStringSubmatch(line)[1])
+%[1]s{{- end }}`, egressLine.FindStringSubmatch(line)[1], pgcontract.ManagerPort)
 	})
 	s = podLabelsLine.ReplaceAllStringFunc(s, func(line string) string {
 		indent := podLabelsLine.FindStringSubmatch(line)[1]
@@ -105,11 +111,14 @@ func template(objs []runtime.Object, edit func(map[string]any)) (string, error) 
 	})
 	s = listLine.ReplaceAllStringFunc(s, func(line string) string {
 		indent := listLine.FindStringSubmatch(line)[1]
-		return fmt.Sprintf("%[1]s{{- if $.Values.namespaces }}\n%[1]s- --namespaces={{ join \",\" $.Values.namespaces }}\n%[1]s{{- end }}\n"+
+		return fmt.Sprintf("%[1]s{{- if and $.Values.monitoring.enabled $.Values.postgres.enabled }}\n%[1]s- "+chartControllers(Options{Postgres: true})+"\n"+
+			"%[1]s{{- else if $.Values.postgres.enabled }}\n%[1]s- "+chartControllers(Options{Postgres: true, NoMonitoring: true})+"\n"+
+			"%[1]s{{- else }}\n%[1]s- "+chartControllers(Options{})+"\n%[1]s{{- end }}\n"+
+			"%[1]s{{- if $.Values.namespaces }}\n%[1]s- --namespaces={{ join \",\" $.Values.namespaces }}\n%[1]s{{- end }}\n"+
 			"%[1]s{{- if not $.Values.webhook.enabled }}\n%[1]s- --webhook=false\n%[1]s{{- end }}\n"+
-			"%[1]s{{- if $.Values.generateRBAC }}\n%[1]s- "+manageRBACArg+"\n%[1]s{{- else }}\n%[1]s- "+manageRBACArg+"=false\n%[1]s{{- end }}\n"+
+			"%[1]s{{- if and $.Values.monitoring.enabled $.Values.generateRBAC }}\n%[1]s- "+manageRBACArg+"\n%[1]s{{- else }}\n%[1]s- "+manageRBACArg+"=false\n%[1]s{{- end }}\n"+
 			"%[1]s{{- if and $.Values.webhook.enabled $.Values.webhook.conversion }}\n%[1]s- --webhook-conversion\n%[1]s{{- end }}\n"+
-			"%[1]s{{- if $.Values.selfMonitoring.enabled }}\n%[1]s- --self-monitoring\n%[1]s{{- end }}\n"+
+			"%[1]s{{- if and $.Values.monitoring.enabled $.Values.selfMonitoring.enabled }}\n%[1]s- --self-monitoring\n%[1]s{{- end }}\n"+
 			"%[1]s{{- if $.Values.crds.install }}\n%[1]s- --install-crds\n%[1]s{{- end }}\n"+
 			"%[1]s{{- with $.Values.extraArgs }}\n%[1]s{{- toYaml . | nindent %[2]d }}\n%[1]s{{- end }}", indent, len(indent))
 	})
@@ -145,21 +154,24 @@ func set(m map[string]any, path string, v any) {
 }
 
 func chart(out map[string][]byte) error {
-	o := Options{Namespace: phNamespace, Image: phImage, ReloaderImage: phReloaderImage, ClusterName: phFullname, InstallCRDs: true, GenerateRBAC: true}
+	o := Options{Namespace: phNamespace, Image: phImage, ReloaderImage: phReloaderImage, ClusterName: phFullname, InstallCRDs: true, GenerateRBAC: true, Postgres: true}
 	o.defaults()
 	dir := ChartDir + "/"
 	// No crds/: Helm stores the whole chart in the release Secret, and the
 	// ten CRDs alone take it past the 1 MiB an object may have (the install
 	// test found it). They are applied first, server-side, from config/crd.
+	addText := func(name, cond, t string) {
+		if cond != "" {
+			t = "{{- if " + cond + " }}\n" + t + "{{- end }}\n"
+		}
+		out[dir+"templates/"+name] = []byte(generatedHeader + t)
+	}
 	add := func(name, cond string, objs []runtime.Object, edit func(map[string]any)) error {
 		t, err := template(objs, edit)
 		if err != nil {
 			return fmt.Errorf("chart template %s: %w", name, err)
 		}
-		if cond != "" {
-			t = "{{- if " + cond + " }}\n" + t + "{{- end }}\n"
-		}
-		out[dir+"templates/"+name] = []byte(generatedHeader + t)
+		addText(name, cond, t)
 		return nil
 	}
 	// The release namespace is created by Helm (--create-namespace); its
@@ -193,7 +205,7 @@ func chart(out map[string][]byte) error {
 		base.NoSelfMonitoring, base.InstallCRDs = true, false
 		var list []any
 		for _, a := range Args(base) {
-			if !strings.HasPrefix(a, manageRBACArg) {
+			if !strings.HasPrefix(a, manageRBACArg) && !strings.HasPrefix(a, controllersArg) {
 				list = append(list, a)
 			}
 		}
@@ -202,6 +214,12 @@ func chart(out map[string][]byte) error {
 	if err != nil {
 		return err
 	}
+	// A release runs at least one of the two systems.
+	deployment := dir + "templates/deployment.yaml"
+	out[deployment] = []byte(generatedHeader + `{{- if not (or .Values.monitoring.enabled .Values.postgres.enabled) }}
+{{- fail "monitoring.enabled and postgres.enabled are both false: the operator would run nothing" }}
+{{- end }}
+` + strings.TrimPrefix(string(out[deployment]), generatedHeader))
 	if err := add("pdb.yaml", "gt (int .Values.replicas) 1", []runtime.Object{PodDisruptionBudget(o)}, nil); err != nil {
 		return err
 	}
@@ -213,10 +231,35 @@ func chart(out map[string][]byte) error {
 	if err := add("metrics-service.yaml", "", []runtime.Object{MetricsService(o)}, nil); err != nil {
 		return err
 	}
-	if err := add("webhook.yaml", ".Values.webhook.enabled", []runtime.Object{WebhookService(o), WebhookConfiguration(o)}, nil); err != nil {
-		return err
+	// The configuration names the kinds the operator of the chosen systems validates.
+	var webhooks strings.Builder
+	for i, v := range []struct {
+		cond string
+		opts Options
+	}{
+		{"and .Values.monitoring.enabled .Values.postgres.enabled", Options{Postgres: true}},
+		{".Values.postgres.enabled", Options{Postgres: true, NoMonitoring: true}},
+		{"", Options{}},
+	} {
+		vo := o
+		vo.Postgres, vo.NoMonitoring = v.opts.Postgres, v.opts.NoMonitoring
+		t, err := template([]runtime.Object{WebhookService(vo), WebhookConfiguration(vo)}, nil)
+		if err != nil {
+			return fmt.Errorf("chart template webhook.yaml: %w", err)
+		}
+		switch {
+		case i == 0:
+			webhooks.WriteString("{{- if " + v.cond + " }}\n")
+		case v.cond != "":
+			webhooks.WriteString("{{- else if " + v.cond + " }}\n")
+		default:
+			webhooks.WriteString("{{- else }}\n")
+		}
+		webhooks.WriteString(t)
 	}
-	if err := add("dashboard.yaml", ".Values.selfMonitoring.enabled", []runtime.Object{Dashboard(o)}, nil); err != nil {
+	webhooks.WriteString("{{- end }}\n")
+	addText("webhook.yaml", ".Values.webhook.enabled", webhooks.String())
+	if err := add("dashboard.yaml", "and .Values.monitoring.enabled .Values.selfMonitoring.enabled", []runtime.Object{Dashboard(o)}, nil); err != nil {
 		return err
 	}
 
@@ -239,7 +282,7 @@ func chart(out map[string][]byte) error {
 `)
 	out[dir+"Chart.yaml"] = []byte(generatedHeader + `apiVersion: v2
 name: lookout
-description: Lookout, a Kubernetes operator for Prometheus serving the monitoring.coreos.com API
+description: Lookout, a Kubernetes operator serving prometheus-operator's monitoring.coreos.com API and PGO's PostgresCluster
 type: application
 version: ` + strings.TrimPrefix(Version, "v") + `
 appVersion: ` + Version + `
@@ -293,10 +336,21 @@ func valuesYAML() ([]byte, error) {
 # and the Roles in watched namespaces; default: the release name, with "-lookout" unless it holds
 # "lookout". Two releases (in two namespaces) side by side need two names.
 fullnameOverride: ""
+monitoring:
+  # prometheus-operator's monitoring.coreos.com kinds: Prometheus, Alertmanager, ThanosRuler,
+  # PrometheusAgent and what they select (their CRDs, the rights of their controllers).
+  enabled: true
+postgres:
+  # PGO's PostgresCluster (its CRD and the rights of its controller). The operator creates a Role
+  # and RoleBinding per cluster for the instance managers and may grant only what it holds itself,
+  # so it holds in the watched namespaces every right those Roles grant: Leases, pods' labels,
+  # Secrets, Events, on any object there (watch fewer namespaces with namespaces below). It never
+  # holds a right on ClusterRoles or ClusterRoleBindings.
+  enabled: false
 crds:
-  # The operator applies the monitoring.coreos.com CRDs built into it when it starts, and so
+  # The operator applies the CRDs of the enabled systems, built into it, when it starts, and so
   # upgrades them with itself on every helm upgrade; helm uninstall leaves them (and every
-  # object of their kinds). Set false to manage the CRDs yourself (config/crd).
+  # object of their kinds). Set false to manage the CRDs yourself (config/crd, config/postgres/crd).
   install: true
 # Operator image; tag defaults to the chart's appVersion.
 image:
@@ -375,10 +429,16 @@ func toMapAny(v any) (map[string]any, error) {
 
 // chartFeatures are the chart values that turn each feature on.
 var chartFeatures = map[controller.Feature]string{
-	controller.FeatureSelfMonitoring: ".Values.selfMonitoring.enabled",
-	controller.FeatureInstallCRDs:    ".Values.crds.install",
-	controller.FeatureGenerateRBAC:   ".Values.generateRBAC",
+	controller.FeatureMonitoring:         ".Values.monitoring.enabled",
+	controller.FeaturePostgres:           ".Values.postgres.enabled",
+	controller.FeatureSelfMonitoring:     "and .Values.monitoring.enabled .Values.selfMonitoring.enabled",
+	controller.FeatureInstallCRDs:        "and .Values.monitoring.enabled .Values.crds.install",
+	controller.FeatureInstallPostgresCRD: "and .Values.postgres.enabled .Values.crds.install",
+	controller.FeatureGenerateRBAC:       "and .Values.monitoring.enabled .Values.generateRBAC",
 }
+
+// chartControllers is the --controllers argument of o.
+func chartControllers(o Options) string { return controllersArg + strings.Join(Controllers(o), ",") }
 
 // chartRBAC writes rbac.yaml: for the operator's own rules and for each
 // feature under its value, the cluster and operator-namespace roles, and the
@@ -433,15 +493,21 @@ func chartRBAC(out map[string][]byte, o Options) error {
 
 // notes is what helm prints after an install or upgrade.
 const notes = `Lookout {{ .Chart.AppVersion }} is installed in namespace {{ .Release.Namespace }} as {{ include "lookout.fullname" . }}.
+It runs {{ if .Values.monitoring.enabled }}the monitoring.coreos.com controllers{{ if .Values.postgres.enabled }} and {{ end }}{{ end }}{{ if .Values.postgres.enabled }}the PostgresCluster controller{{ end }}.
 {{- if .Values.crds.install }}
 
-The operator applies the monitoring.coreos.com CRDs of its version when it starts (and so
-upgrades them with every helm upgrade). helm uninstall leaves them and every object of
-their kinds in place; delete them yourself only if you mean to delete those objects too.
+The operator applies the CRDs of its version when it starts (and so upgrades them with
+every helm upgrade). helm uninstall leaves them and every object of their kinds in place;
+delete them yourself only if you mean to delete those objects too.
 {{- else }}
 
 crds.install is false: apply the CRDs of this version yourself before the operator starts:
+{{- if .Values.monitoring.enabled }}
   kubectl apply --server-side -f config/crd/
+{{- end }}
+{{- if .Values.postgres.enabled }}
+  kubectl apply --server-side -f config/postgres/crd/
+{{- end }}
 {{- end }}
 
 Label the namespace for the Pod Security profile the operator's pod passes:

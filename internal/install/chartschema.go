@@ -25,6 +25,8 @@ func valuesSchema() ([]byte, error) {
 	schema := closed(obj{
 		"fullnameOverride":  obj{"type": "string", "maxLength": 53},
 		"crds":              closed(obj{"install": boolean}),
+		"monitoring":        closed(obj{"enabled": boolean}),
+		"postgres":          closed(obj{"enabled": boolean}),
 		"image":             image(obj{"pullPolicy": obj{"type": "string", "enum": []string{"", "Always", "IfNotPresent", "Never"}}}),
 		"imagePullSecrets":  obj{"type": "array", "items": closed(obj{"name": str})},
 		"serviceAccount":    closed(obj{"annotations": stringMap}),

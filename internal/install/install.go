@@ -25,6 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/json"
 
+	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
+	"github.com/lookout-operator/lookout/internal/controller"
+	"github.com/lookout-operator/lookout/internal/pgcontract"
+	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
 	"github.com/lookout-operator/lookout/internal/render/workload"
 	"github.com/lookout-operator/lookout/internal/version"
 	"github.com/lookout-operator/lookout/internal/webhook"
@@ -97,7 +101,43 @@ type Options struct {
 	// locks the operator out of the apiserver.
 	APIServerPorts []int32
 	APIServerCIDRs []string
+	// Postgres adds PostgreSQL: the PostgresCluster CRD (config/postgres/crd),
+	// the rights of its controller, and the controller in --controllers.
+	Postgres bool
+	// NoMonitoring leaves monitoring out: no monitoring.coreos.com CRDs,
+	// rights, controllers or self-monitoring. With Postgres it is the
+	// PostgreSQL-only install.
+	NoMonitoring bool
 }
+
+// Monitoring reports whether o installs the monitoring system.
+func (o Options) Monitoring() bool { return !o.NoMonitoring }
+
+// selfMonitoring reports whether the operator applies its ServiceMonitor,
+// PodMonitor and PrometheusRule (they need the monitoring CRDs).
+func (o Options) selfMonitoring() bool { return o.Monitoring() && !o.NoSelfMonitoring }
+
+// Controllers are the controllers o runs (--controllers): named, not left to
+// the CRDs a cluster happens to serve, so that an install of one system
+// never takes over the objects of the other's operator (PGO's
+// PostgresClusters, prometheus-operator's Prometheuses).
+func Controllers(o Options) []string {
+	var out []string
+	for _, c := range controller.ControllerNames {
+		if c.Kind.Group == postgresGroup {
+			if o.Postgres {
+				out = append(out, c.Name)
+			}
+		} else if o.Monitoring() {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+const controllersArg = "--controllers="
+
+var postgresGroup = postgresv1beta1.GroupVersion.Group
 
 func (o *Options) defaults() {
 	if o.Namespace == "" {
@@ -162,7 +202,7 @@ func Groups(o Options) []Group {
 	if !o.NoWebhook {
 		gs = append(gs, Group{File: "webhook.yaml", Objects: []runtime.Object{WebhookService(o), WebhookConfiguration(o)}})
 	}
-	if !o.NoSelfMonitoring {
+	if o.selfMonitoring() {
 		gs = append(gs, Group{File: "dashboard.yaml", Objects: []runtime.Object{Dashboard(o)}})
 	}
 	return gs
@@ -208,6 +248,7 @@ func Args(o Options) []string {
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", ProbePort),
 		"--webhook-cert-dir=" + WebhookCertDir,
+		controllersArg + strings.Join(Controllers(o), ","),
 	}
 	// Explicit either way: the Deployment says whether the operator writes RBAC.
 	if o.GenerateRBAC {
@@ -216,7 +257,7 @@ func Args(o Options) []string {
 		args = append(args, manageRBACArg+"=false")
 	}
 	// Before the variants' arguments: an overlay appends its own after the base's.
-	if !o.NoSelfMonitoring {
+	if o.selfMonitoring() {
 		args = append(args, "--self-monitoring")
 	}
 	if len(o.WatchNamespaces) > 0 {
@@ -375,6 +416,10 @@ func NetworkPolicy(o Options) *networkingv1.NetworkPolicy {
 			{Ports: []networkingv1.NetworkPolicyPort{port(udp, 53), port(tcp, 53)}},
 			api,
 		}
+		if o.Postgres {
+			// The controller reads each instance manager's status endpoint.
+			egress = append(egress, networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{port(tcp, pgcontract.ManagerPort)}})
+		}
 	}
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
@@ -419,12 +464,18 @@ func WebhookService(o Options) *corev1.Service {
 // bundle it adds (or cert-manager's cainjector, from the annotation).
 func WebhookConfiguration(o Options) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	o.defaults()
-	ac := webhook.Configuration(webhook.Options{
+	wo := webhook.Options{
 		Namespace:         o.Namespace,
 		ConfigurationName: o.ClusterName,
 		ManageCerts:       !o.CertManager,
 		CAInjectFrom:      caInjectFrom(o),
-	})
+		NoMonitoring:      !o.Monitoring(),
+	}
+	if o.Postgres {
+		// The configuration names the kind; what the operator can run is its own.
+		wo.Postgres = &pgrender.Installation{}
+	}
+	ac := webhook.Configuration(wo)
 	var out admissionregistrationv1.ValidatingWebhookConfiguration
 	convert(ac, &out)
 	out.APIVersion, out.Kind = "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"

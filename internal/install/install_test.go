@@ -35,7 +35,7 @@ func TestTheGeneratedInstallFilesAreUpToDate(t *testing.T) {
 		}
 	}
 	// Nothing generated is left over from an earlier definition.
-	for _, dir := range []string{KustomizeBase, NamespacedDir, CertManagerDir, GeneratedRBACDir, ChartDir} {
+	for _, dir := range GeneratedDirs() {
 		_ = filepath.WalkDir(filepath.Join(repoRoot, dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
@@ -74,7 +74,7 @@ func TestEveryPermissionIsInTheInstallsRBAC(t *testing.T) {
 	for _, ns := range [][]string{nil, {"team-a"}} {
 		granted := 0
 		// Every feature on: each rule is granted once.
-		for _, obj := range RBAC(Options{WatchNamespaces: ns, InstallCRDs: true, GenerateRBAC: true}) {
+		for _, obj := range RBAC(Options{WatchNamespaces: ns, InstallCRDs: true, GenerateRBAC: true, Postgres: true}) {
 			granted += len(rulesOf(obj))
 		}
 		if granted != len(controller.Permissions) {
@@ -164,5 +164,57 @@ func TestTheDefaultInstallCannotWriteRolesOrBindings(t *testing.T) {
 	}
 	if !found {
 		t.Error("the generated-RBAC variant cannot create ClusterRoles")
+	}
+}
+
+// The PostgreSQL variants write the instance managers' Roles and bindings
+// in the watched namespaces, and nothing cluster-wide: no right on
+// ClusterRoles or ClusterRoleBindings, no escalate or bind (so the apiserver
+// lets them grant only what they hold). Monitoring alone writes no RBAC.
+func TestEachVariantWritesOnlyTheRBACItsControllersCreate(t *testing.T) {
+	write := []string{"create", "update", "patch", "delete", "deletecollection", "*"}
+	for _, v := range Variants {
+		for _, o := range []Options{v.Options, {Postgres: v.Options.Postgres, NoMonitoring: v.Options.NoMonitoring, WatchNamespaces: []string{"team-a"}, InstallCRDs: true}} {
+			roles := false
+			for _, obj := range RBAC(o) {
+				for _, r := range rulesOf(obj) {
+					if !slices.Contains(r.APIGroups, rbacv1.GroupName) && !slices.Contains(r.APIGroups, "*") {
+						continue
+					}
+					for _, v := range r.Verbs {
+						switch {
+						case v == "escalate" || v == "bind":
+							t.Errorf("%+v: %s grants %s on %v", o, obj.(interface{ GetName() string }).GetName(), v, r.Resources)
+						case slices.Contains(write, v) && (slices.Contains(r.Resources, "clusterroles") || slices.Contains(r.Resources, "clusterrolebindings")):
+							t.Errorf("%+v: %s grants %s on %v", o, obj.(interface{ GetName() string }).GetName(), v, r.Resources)
+						case slices.Contains(write, v):
+							roles = true
+						}
+					}
+				}
+			}
+			if roles != o.Postgres {
+				t.Errorf("variant %s (%+v) writes Roles and RoleBindings: %v, want %v", v.Name, o, roles, o.Postgres)
+			}
+		}
+	}
+}
+
+// Each variant names the controllers of its systems, so that it never takes
+// over the objects of another operator serving the other system's CRDs.
+func TestEachVariantRunsTheControllersOfItsSystems(t *testing.T) {
+	want := map[string]string{
+		"monitoring": "--controllers=prometheus,prometheusagent,alertmanager,thanosruler",
+		"postgres":   "--controllers=postgrescluster",
+		"both":       "--controllers=prometheus,prometheusagent,alertmanager,thanosruler,postgrescluster",
+	}
+	for _, v := range Variants {
+		if args := Args(v.Options); !slices.Contains(args, want[v.Name]) {
+			t.Errorf("variant %s runs with %q, want %s", v.Name, args, want[v.Name])
+		}
+		selfMonitoring := slices.Contains(Args(v.Options), "--self-monitoring")
+		if selfMonitoring == v.Options.NoMonitoring {
+			t.Errorf("variant %s: --self-monitoring %v, want it exactly with monitoring", v.Name, selfMonitoring)
+		}
 	}
 }

@@ -21,13 +21,23 @@ var (
 // its own (controller.Permissions).
 func (o Options) features() []controller.Feature {
 	var fs []controller.Feature
-	if !o.NoSelfMonitoring {
+	if o.Monitoring() {
+		fs = append(fs, controller.FeatureMonitoring)
+	}
+	if o.Postgres {
+		fs = append(fs, controller.FeaturePostgres)
+	}
+	if o.selfMonitoring() {
 		fs = append(fs, controller.FeatureSelfMonitoring)
 	}
-	if o.InstallCRDs {
+	if o.InstallCRDs && o.Monitoring() {
 		fs = append(fs, controller.FeatureInstallCRDs)
 	}
-	if o.GenerateRBAC {
+	if o.InstallCRDs && o.Postgres {
+		fs = append(fs, controller.FeatureInstallPostgresCRD)
+	}
+	// Prometheus's discovery RBAC: a monitoring part.
+	if o.GenerateRBAC && o.Monitoring() {
 		fs = append(fs, controller.FeatureGenerateRBAC)
 	}
 	return fs

@@ -114,15 +114,23 @@ type Options struct {
 	// PostgreSQL the operator can run (the operator sets it when it runs the
 	// postgrescluster controller).
 	Postgres *pgrender.Installation
+	// NoMonitoring: the operator runs no monitoring controller, and the
+	// webhook validates no monitoring.coreos.com kind (they may be another
+	// operator's).
+	NoMonitoring bool
 }
 
-// servedKinds are the kinds validated: the monitoring ones, and
-// PostgresCluster with Postgres set.
+// servedKinds are the kinds validated: the monitoring ones unless
+// NoMonitoring, and PostgresCluster with Postgres set.
 func (o Options) servedKinds() []kindSpec {
-	if o.Postgres == nil {
-		return kinds
+	var out []kindSpec
+	if !o.NoMonitoring {
+		out = slices.Clone(kinds)
 	}
-	return append(slices.Clone(kinds), postgresKind)
+	if o.Postgres != nil {
+		out = append(out, postgresKind)
+	}
+	return out
 }
 
 // ServerOptions are the options to create the manager's webhook server with:

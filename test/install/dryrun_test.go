@@ -49,7 +49,7 @@ func expectApplied(t *testing.T, manifests []byte, out string) {
 
 func TestTheKustomizeBaseAndOverlaysApplyWithAServerSideDryRun(t *testing.T) {
 	installCertManagerStandIns(t, cp.RESTConfig)
-	for _, dir := range []string{install.KustomizeBase, install.NamespacedDir, install.CertManagerDir, install.GeneratedRBACDir} {
+	for _, dir := range []string{install.KustomizeBase, install.PostgresOnlyDir, install.WithPostgresDir, install.NamespacedDir, install.CertManagerDir, install.GeneratedRBACDir} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			manifests := runTool(t, nil, kubectl, "kustomize", dir)
 			expectApplied(t, manifests, dryRun(t, manifests))
@@ -57,12 +57,16 @@ func TestTheKustomizeBaseAndOverlaysApplyWithAServerSideDryRun(t *testing.T) {
 	}
 }
 
-func TestTheBundleAppliesWithAServerSideDryRun(t *testing.T) {
-	manifests, err := os.ReadFile(filepath.Join(repoRoot, install.BundlePath))
-	if err != nil {
-		t.Fatal(err)
+func TestTheBundlesApplyWithAServerSideDryRun(t *testing.T) {
+	for _, v := range install.Variants {
+		t.Run(v.Name, func(t *testing.T) {
+			manifests, err := os.ReadFile(filepath.Join(repoRoot, v.Bundle))
+			if err != nil {
+				t.Fatal(err)
+			}
+			expectApplied(t, manifests, dryRun(t, manifests))
+		})
 	}
-	expectApplied(t, manifests, dryRun(t, manifests))
 }
 
 func TestTheHelmChartLintsAndItsTemplatesApplyWithAServerSideDryRun(t *testing.T) {
@@ -78,15 +82,73 @@ func TestTheHelmChartLintsAndItsTemplatesApplyWithAServerSideDryRun(t *testing.T
 		{"a second release with its own name, pull secrets, pod labels and a priority class", []string{"--set", "fullnameOverride=lookout-b", "--set", "imagePullSecrets[0].name=regcred", "--set", "image.pullPolicy=IfNotPresent",
 			"--set", "podLabels.team=platform", "--set", "podAnnotations.owner=platform", "--set", "priorityClassName=system-cluster-critical", "--set", "serviceAccount.annotations.iam=role"}},
 		{"scheduled on chosen nodes", []string{"--set", "nodeSelector.disk=ssd", "--set", "tolerations[0].key=dedicated", "--set", "tolerations[0].operator=Exists"}},
+		{"PostgreSQL only, egress limited to the apiserver", []string{"--set", "monitoring.enabled=false", "--set", "postgres.enabled=true", "--set", "networkPolicy.apiServerPorts={6443}"}},
+		{"monitoring and PostgreSQL, watching two namespaces", []string{"--set", "postgres.enabled=true", "--set", "namespaces={default,kube-public}"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"template", "lookout", install.ChartDir, "--namespace", install.DefaultNamespace}, c.set...)
 			manifests := runTool(t, nil, helm, args...)
 			expectApplied(t, manifests, dryRun(t, manifests))
-			if c.name == "watching two namespaces, with extra flags" && !strings.Contains(string(manifests), "--namespaces=default,kube-public") {
+			if strings.Contains(c.name, "watching two namespaces") && !strings.Contains(string(manifests), "--namespaces=default,kube-public") {
 				t.Errorf("the rendered Deployment does not pass --namespaces:\n%s", manifests)
 			}
+			if c.name != "defaults" && !strings.Contains(c.name, "PostgreSQL") {
+				return
+			}
+			v := install.Variants[0]
+			for _, pv := range install.Variants[1:] {
+				if containsAll(strings.Join(c.set, " "), pv.HelmValues) {
+					v = pv
+					break
+				}
+			}
+			expectChartVariant(t, v, manifests)
 		})
+	}
+}
+
+// expectChartVariant checks that the chart rendered with v's values runs
+// v's controllers, validates v's kinds and holds v's systems' roles only,
+// as the kustomize directory of v does.
+func expectChartVariant(t *testing.T, v install.Variant, manifests []byte) {
+	t.Helper()
+	got := objectsOf(t, manifests)
+	kustomized := objectsOf(t, runTool(t, nil, kubectl, "kustomize", v.Kustomize))
+	for key := range kustomized {
+		kind := strings.SplitN(key, "/", 2)[0]
+		namespaced := strings.Contains(key, "watched") && strings.Contains(string(manifests), "--namespaces=")
+		if (kind == "ClusterRole" || kind == "Role" || kind == "ValidatingWebhookConfiguration") && got[key] == nil && !namespaced {
+			t.Errorf("the chart with %v lacks %s, which %s installs", v.HelmValues, key, v.Kustomize)
+		}
+	}
+	for key := range got {
+		kind := strings.SplitN(key, "/", 2)[0]
+		if (kind == "ClusterRole" || kind == "Role") && kustomized[key] == nil && !strings.Contains(key, "install-") && !strings.Contains(key, "watched") {
+			t.Errorf("the chart with %v holds %s, which %s does not", v.HelmValues, key, v.Kustomize)
+		}
+	}
+	want := install.Controllers(v.Options)
+	if !strings.Contains(string(manifests), "--controllers="+strings.Join(want, ",")+"\n") {
+		t.Errorf("the chart with %v does not run --controllers=%s", v.HelmValues, strings.Join(want, ","))
+	}
+	var hooks []string
+	for key, o := range got {
+		if strings.HasPrefix(key, "ValidatingWebhookConfiguration/") {
+			for _, w := range o.(map[string]any)["webhooks"].([]any) {
+				hooks = append(hooks, w.(map[string]any)["name"].(string))
+			}
+		}
+	}
+	var wantHooks []string
+	for key, o := range kustomized {
+		if strings.HasPrefix(key, "ValidatingWebhookConfiguration/") {
+			for _, w := range o.(map[string]any)["webhooks"].([]any) {
+				wantHooks = append(wantHooks, w.(map[string]any)["name"].(string))
+			}
+		}
+	}
+	if strings.Join(hooks, ",") != strings.Join(wantHooks, ",") {
+		t.Errorf("the chart with %v validates %v, %s validates %v", v.HelmValues, hooks, v.Kustomize, wantHooks)
 	}
 }
 
@@ -144,13 +206,14 @@ func installCertManagerStandIns(t *testing.T, cfg *rest.Config) {
 // Each overlay, rendered by kustomize, is exactly what internal/install gives
 // for that variant: the patches are derived from it, and this holds them to it.
 func TestEachKustomizeOverlayRendersTheObjectsOfItsVariant(t *testing.T) {
-	crds := objectsOf(t, runTool(t, nil, kubectl, "kustomize", install.CRDDir))
 	for _, c := range []struct {
 		dir   string
 		opts  install.Options
 		extra []runtime.Object
 	}{
 		{install.KustomizeBase, install.Options{}, nil},
+		{install.PostgresOnlyDir, install.Options{Postgres: true, NoMonitoring: true}, nil},
+		{install.WithPostgresDir, install.Options{Postgres: true}, nil},
 		{install.NamespacedDir, install.Options{WatchNamespaces: install.ExampleWatchNamespaces}, nil},
 		{install.CertManagerDir, install.Options{CertManager: true}, install.CertManagerObjects(install.Options{CertManager: true})},
 		{install.GeneratedRBACDir, install.Options{GenerateRBAC: true}, nil},
@@ -158,7 +221,12 @@ func TestEachKustomizeOverlayRendersTheObjectsOfItsVariant(t *testing.T) {
 		t.Run(filepath.Base(c.dir), func(t *testing.T) {
 			got := objectsOf(t, runTool(t, nil, kubectl, "kustomize", c.dir))
 			want := map[string]any{}
-			maps.Copy(want, crds)
+			if c.opts.Monitoring() {
+				maps.Copy(want, objectsOf(t, runTool(t, nil, kubectl, "kustomize", install.CRDDir)))
+			}
+			if c.opts.Postgres {
+				maps.Copy(want, objectsOf(t, runTool(t, nil, kubectl, "kustomize", install.PostgresCRDDir)))
+			}
 			for _, o := range append(install.Objects(c.opts), c.extra...) {
 				b, err := json.Marshal(o)
 				if err != nil {
@@ -215,7 +283,7 @@ func objectsOf(t *testing.T, stream []byte) map[string]any {
 // values.schema.json refuses what the chart does not know, so a misspelt
 // value fails the install instead of being ignored.
 func TestTheHelmChartRefusesAValueItDoesNotKnow(t *testing.T) {
-	for _, set := range []string{"replica=1", "networkpolicy.enabled=false", "webhook.enable=false", "replicas=0"} {
+	for _, set := range []string{"replica=1", "networkpolicy.enabled=false", "webhook.enable=false", "replicas=0", "postgres.enable=true", "postgresql.enabled=true"} {
 		cmd := exec.CommandContext(testCtx, helm, "template", "lookout", install.ChartDir, "--set", set)
 		cmd.Dir = repoRoot
 		out, err := cmd.CombinedOutput()
@@ -224,6 +292,17 @@ func TestTheHelmChartRefusesAValueItDoesNotKnow(t *testing.T) {
 		} else if !strings.Contains(string(out), "schema") {
 			t.Errorf("helm template --set %s failed, but not on the schema: %s", set, out)
 		}
+	}
+}
+
+// A release that turns both systems off would run an operator that does
+// nothing: the chart refuses it.
+func TestTheHelmChartRefusesToRunNeitherSystem(t *testing.T) {
+	cmd := exec.CommandContext(testCtx, helm, "template", "lookout", install.ChartDir, "--set", "monitoring.enabled=false")
+	cmd.Dir = repoRoot
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "monitoring.enabled and postgres.enabled are both false") {
+		t.Errorf("helm template --set monitoring.enabled=false: %v, %s; want it refused", err, out)
 	}
 }
 

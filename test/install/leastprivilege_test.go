@@ -39,6 +39,7 @@ import (
 
 	"github.com/lookout-operator/lookout/internal/controller"
 	"github.com/lookout-operator/lookout/internal/controlplane"
+	"github.com/lookout-operator/lookout/internal/gather"
 	"github.com/lookout-operator/lookout/internal/install"
 	promrender "github.com/lookout-operator/lookout/internal/render/prometheus"
 	"github.com/lookout-operator/lookout/internal/scheme"
@@ -80,14 +81,14 @@ func installWithKustomize(dir string) func(*testing.T) {
 	}
 }
 
-// operatorConfig is a client configuration with a token of the operator's
-// ServiceAccount, counting 403s.
-func operatorConfig(t *testing.T, mu *sync.Mutex, forbidden *[]string) *rest.Config {
+// operatorConfig is a client configuration of control plane c with a token
+// of the operator's ServiceAccount, counting 403s.
+func operatorConfig(t *testing.T, c *controlplane.ControlPlane, mu *sync.Mutex, forbidden *[]string) *rest.Config {
 	t.Helper()
 	return &rest.Config{
-		Host:            cp.Host,
-		BearerToken:     serviceAccountToken(t, cp),
-		TLSClientConfig: rest.TLSClientConfig{CAData: cp.CACert},
+		Host:            c.Host,
+		BearerToken:     serviceAccountToken(t, c),
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.CACert},
 		QPS:             500, Burst: 1000,
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
 			return forbiddenCounter{next: rt, mu: mu, seen: forbidden}
@@ -95,23 +96,42 @@ func operatorConfig(t *testing.T, mu *sync.Mutex, forbidden *[]string) *rest.Con
 	}
 }
 
+// operatorRun is what the Deployment's flags say: --namespaces,
+// --manage-rbac, and the variant's --controllers and --self-monitoring.
+type operatorRun struct {
+	namespaces   []string
+	generateRBAC bool
+	variant      install.Variant
+}
+
 // startOperator runs the operator in this process the way `lookout operator`
 // wires it from the Deployment's flags: leader election in the operator
 // namespace, the webhook with managed certificates behind the lookout-webhook
 // Service, the controllers.
-func startOperator(t *testing.T, cfg *rest.Config, namespaces []string, generateRBAC bool) {
+func startOperator(t *testing.T, cfg *rest.Config, run operatorRun) {
 	t.Helper()
+	namespaces, o := run.namespaces, run.variant.Options
+	pg := controller.PostgresOptions{Image: "lookout-postgres:test"}
+	if o.Postgres {
+		inst, err := gather.PostgresInstallation(testCtx, gather.DefaultPostgresBinDirs)
+		if err != nil {
+			t.Fatalf("the PostgreSQL of this machine (postgresql-15): %v", err)
+		}
+		pg.Installation = &inst
+	}
 	ports, err := controlplane.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := ports[0]
 	wh := webhook.Options{
-		Host:        "127.0.0.1",
-		Port:        port,
-		CertDir:     t.TempDir(),
-		ManageCerts: true,
-		Namespace:   install.DefaultNamespace,
+		Host:         "127.0.0.1",
+		Port:         port,
+		CertDir:      t.TempDir(),
+		ManageCerts:  true,
+		Namespace:    install.DefaultNamespace,
+		Postgres:     pg.Installation,
+		NoMonitoring: !o.Monitoring(),
 	}
 	lease := 4 * time.Second
 	renew := 3 * time.Second
@@ -141,18 +161,21 @@ func startOperator(t *testing.T, cfg *rest.Config, namespaces []string, generate
 	if err := webhook.Setup(mgr, wh); err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(mgr, controller.Options{Workers: 2, ReloaderImage: "lookout-reloader:test", NoRBAC: !generateRBAC}); err != nil {
+	if err := controller.Setup(mgr, controller.Options{Workers: 2, ReloaderImage: "lookout-reloader:test", NoRBAC: !run.generateRBAC,
+		Controllers: install.Controllers(o), Postgres: pg}); err != nil {
 		t.Fatal(err)
 	}
-	// Every install variant passes --self-monitoring: the operator applies its
-	// ServiceMonitor, the reloaders' PodMonitor and its PrometheusRule, with the
-	// rights the install grants it.
-	if err := mgr.Add(install.SelfMonitoring{
-		Client:  mgr.GetClient(),
-		Options: install.Options{Namespace: install.DefaultNamespace, WatchNamespaces: namespaces},
-		Log:     ctrl.Log.WithName("self-monitoring"),
-	}); err != nil {
-		t.Fatal(err)
+	// Every install variant with monitoring passes --self-monitoring: the
+	// operator applies its ServiceMonitor, the reloaders' PodMonitor and its
+	// PrometheusRule, with the rights the install grants it.
+	if o.Monitoring() {
+		if err := mgr.Add(install.SelfMonitoring{
+			Client:  mgr.GetClient(),
+			Options: install.Options{Namespace: install.DefaultNamespace, WatchNamespaces: namespaces},
+			Log:     ctrl.Log.WithName("self-monitoring"),
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -223,7 +246,7 @@ func TestTheOperatorRunsWithItsOwnServiceAccountWithoutAForbiddenRequest(t *test
 func leastPrivilegeFlow(t *testing.T, watch []string, ns string, generateRBAC bool, reapply func(*testing.T)) {
 	var mu sync.Mutex
 	var forbidden []string
-	startOperator(t, operatorConfig(t, &mu, &forbidden), watch, generateRBAC)
+	startOperator(t, operatorConfig(t, cp, &mu, &forbidden), operatorRun{namespaces: watch, generateRBAC: generateRBAC, variant: install.Variants[0]})
 	forbiddenSoFar = func() string {
 		mu.Lock()
 		defer mu.Unlock()

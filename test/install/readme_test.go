@@ -30,6 +30,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
 	"github.com/lookout-operator/lookout/internal/controller"
 	"github.com/lookout-operator/lookout/internal/controlplane"
 	"github.com/lookout-operator/lookout/internal/crds"
@@ -89,10 +90,40 @@ func readmeInstallPaths(t *testing.T) []installPath {
 			paths[i].uninstall = helmUninstall
 		}
 	}
-	if len(paths) < 5 {
-		t.Fatalf("found %d install paths in the README, want the bundle, three kustomize directories and Helm: %q", len(paths), blocks[0])
+	if len(paths) < 11 {
+		t.Fatalf("found %d install paths in the README, want the bundle and Helm in three variants each, and five kustomize directories: %q", len(paths), blocks[0])
+	}
+	seen := map[string]int{}
+	for _, p := range paths {
+		seen[variantOf(p.install[0]).Name]++
+	}
+	for _, v := range install.Variants {
+		if seen[v.Name] < 3 {
+			t.Errorf("the README installs the %s variant by %d paths, want each of the bundle, kustomize and Helm", v.Name, seen[v.Name])
+		}
 	}
 	return paths
+}
+
+// variantOf is the variant an install command installs: monitoring unless it
+// names a PostgreSQL bundle, kustomize directory or chart values.
+func variantOf(cmd string) install.Variant {
+	for _, v := range install.Variants {
+		if v.Options.Postgres && (strings.Contains(cmd, " "+v.Bundle) || strings.HasSuffix(strings.Fields(cmd)[len(strings.Fields(cmd))-1], v.Kustomize) ||
+			strings.HasPrefix(cmd, "helm ") && containsAll(cmd, v.HelmValues)) {
+			return v
+		}
+	}
+	return install.Variants[0]
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
 
 // shBlocks returns the commands of every ```sh block of text, comments
@@ -143,6 +174,7 @@ func TestTheREADMEInstallCommandsWorkOnAClusterWithoutCRDs(t *testing.T) {
 	paths := readmeInstallPaths(t)
 	bin := buildLookout(t)
 	for _, p := range paths {
+		v := variantOf(p.install[0])
 		t.Run(p.install[0], func(t *testing.T) {
 			empty, err := controlplane.Start(testCtx, controlplane.Options{Log: os.Stderr})
 			if err != nil {
@@ -165,9 +197,9 @@ func TestTheREADMEInstallCommandsWorkOnAClusterWithoutCRDs(t *testing.T) {
 			for _, cmd := range p.install {
 				shell(t, empty, cmd)
 			}
-			expectInstalled(t, c)
+			expectInstalled(t, c, v)
 			installsCRDs := strings.HasPrefix(p.install[0], "helm ")
-			if installsCRDs {
+			if installsCRDs && v.Options.Monitoring() {
 				// An older release's operator left a schema without a field
 				// this version reads: the upgrade must bring it.
 				applyOlderServiceMonitorCRD(t, c)
@@ -175,9 +207,9 @@ func TestTheREADMEInstallCommandsWorkOnAClusterWithoutCRDs(t *testing.T) {
 			if !certManager {
 				// Under cert-manager the operator serves the certificate
 				// cert-manager issues, and there is no cert-manager here.
-				runInstalledOperator(t, empty, bin).Stop()
+				runInstalledOperator(t, empty, bin, v).Stop()
 			}
-			if installsCRDs {
+			if installsCRDs && v.Options.Monitoring() {
 				var crd apiextensionsv1.CustomResourceDefinition
 				if err := c.Get(testCtx, client.ObjectKey{Name: serviceMonitorCRD}, &crd); err != nil {
 					t.Fatal(err)
@@ -186,7 +218,16 @@ func TestTheREADMEInstallCommandsWorkOnAClusterWithoutCRDs(t *testing.T) {
 					t.Errorf("after the operator of the new release ran, CRD %s still lacks spec.%s", serviceMonitorCRD, upgradedField)
 				}
 			}
-			expectNoCRDLoss(t, c)
+			expectCRDsOf(t, c, v)
+			if !v.Options.Monitoring() {
+				// The PostgresCluster the operator reconciled outlives it.
+				shell(t, empty, p.uninstall)
+				expectUninstalled(t, c)
+				if out := shell(t, empty, "kubectl get postgresclusters -A"); !strings.Contains(out, "hippo") {
+					t.Errorf("after the uninstall, kubectl get postgresclusters -A does not list db/hippo:\n%s", out)
+				}
+				return
+			}
 
 			// An AlertmanagerConfig in a namespace of its own, then the uninstall.
 			team := createAlertmanagerConfig(t, c)
@@ -199,7 +240,7 @@ func TestTheREADMEInstallCommandsWorkOnAClusterWithoutCRDs(t *testing.T) {
 func crdScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, monitoringv1.AddToScheme, monitoringv1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, monitoringv1.AddToScheme, monitoringv1alpha1.AddToScheme, apiextensionsv1.AddToScheme, postgresv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
@@ -226,32 +267,57 @@ func shell(t *testing.T, cp *controlplane.ControlPlane, command string) string {
 	return out.String()
 }
 
-// expectInstalled checks what every path installs.
-func expectInstalled(t *testing.T, c client.Client) {
+// expectInstalled checks what every path installs, and that the roles of
+// the systems v leaves out are not there.
+func expectInstalled(t *testing.T, c client.Client, v install.Variant) {
 	t.Helper()
 	ns := install.DefaultNamespace
-	for _, o := range []client.Object{
+	objs := []client.Object{
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: install.Name}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: install.Name}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: install.Name}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: install.Name}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lookout-webhook"}},
 		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "lookout"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: install.DashboardName}},
-	} {
+	}
+	systems := map[string]bool{"monitoring": v.Options.Monitoring(), "postgres": v.Options.Postgres}
+	if systems["monitoring"] {
+		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: install.DashboardName}})
+	}
+	for _, o := range objs {
 		if err := c.Get(testCtx, client.ObjectKeyFromObject(o), o); err != nil {
 			t.Errorf("after the install, %T %s: %v", o, client.ObjectKeyFromObject(o), err)
 		}
 	}
+	for system, on := range systems {
+		// A ClusterRole, or a Role in each watched namespace (the namespaced overlay).
+		name := install.Name + "-" + system + "-watched"
+		clusterErr := c.Get(testCtx, client.ObjectKey{Name: name}, &rbacv1.ClusterRole{})
+		roleErr := c.Get(testCtx, client.ObjectKey{Namespace: install.ExampleWatchNamespaces[0], Name: name}, &rbacv1.Role{})
+		if on && clusterErr != nil && roleErr != nil {
+			t.Errorf("the %s variant installs no ClusterRole or Role %s: %v, %v", v.Name, name, clusterErr, roleErr)
+		}
+		if !on && (!apierrors.IsNotFound(clusterErr) || !apierrors.IsNotFound(roleErr)) {
+			t.Errorf("the %s variant installs %s (%v, %v), the rights of a system it leaves out", v.Name, name, clusterErr, roleErr)
+		}
+	}
 }
 
-// expectNoCRDLoss checks that the ten CRDs are served.
-func expectNoCRDLoss(t *testing.T, c client.Client) {
+// expectCRDsOf checks that the CRDs of v's systems are served and no other.
+func expectCRDsOf(t *testing.T, c client.Client, v install.Variant) {
 	t.Helper()
+	want := map[string]bool{controller.PostgresCRDName: v.Options.Postgres}
 	for _, name := range controller.CRDNames {
+		want[name] = v.Options.Monitoring()
+	}
+	for name, served := range want {
 		var crd apiextensionsv1.CustomResourceDefinition
-		if err := c.Get(testCtx, client.ObjectKey{Name: name}, &crd); err != nil {
-			t.Errorf("CRD %s: %v", name, err)
+		err := c.Get(testCtx, client.ObjectKey{Name: name}, &crd)
+		if served && err != nil {
+			t.Errorf("the %s variant: CRD %s: %v", v.Name, name, err)
+		}
+		if !served && !apierrors.IsNotFound(err) {
+			t.Errorf("the %s variant installs CRD %s (%v), of a system it leaves out", v.Name, name, err)
 		}
 	}
 }
@@ -259,8 +325,10 @@ func expectNoCRDLoss(t *testing.T, c client.Client) {
 // runInstalledOperator runs the lookout binary with the arguments of the
 // installed Deployment (out of the cluster: the webhook by URL, the cert
 // directory and the probes' addresses its own) and a token of the installed
-// ServiceAccount, until its self-monitoring objects exist.
-func runInstalledOperator(t *testing.T, cp *controlplane.ControlPlane, bin string, extra ...string) *devenv.Operator {
+// ServiceAccount, until its self-monitoring objects exist (monitoring) and a
+// PostgresCluster db/hippo has its Services and its instance managers' Role
+// (PostgreSQL).
+func runInstalledOperator(t *testing.T, cp *controlplane.ControlPlane, bin string, v install.Variant, extra ...string) *devenv.Operator {
 	t.Helper()
 	c, err := client.New(cp.RESTConfig, client.Options{Scheme: crdScheme(t)})
 	if err != nil {
@@ -293,13 +361,21 @@ func runInstalledOperator(t *testing.T, cp *controlplane.ControlPlane, bin strin
 		}
 	})
 	ns := install.DefaultNamespace
-	err = wait.PollUntilContextTimeout(testCtx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, o := range []client.Object{
+	var expected []client.Object
+	if v.Options.Monitoring() {
+		expected = append(expected,
 			&monitoringv1.ServiceMonitor{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: install.Name}},
 			&monitoringv1.PodMonitor{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: install.ReloaderPodMonitorName}},
-			&monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: install.Name}},
-		} {
+			&monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: install.Name}})
+	}
+	if v.Options.Postgres {
+		expected = append(expected, postgresClusterObjects(t, c, v.Options.Monitoring())...)
+	}
+	var missing string
+	err = wait.PollUntilContextTimeout(testCtx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, o := range expected {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				missing = fmt.Sprintf("%T %s: %v", o, client.ObjectKeyFromObject(o), err)
 				return false, nil
 			}
 		}
@@ -307,7 +383,7 @@ func runInstalledOperator(t *testing.T, cp *controlplane.ControlPlane, bin strin
 	})
 	if err != nil {
 		log, _ := os.ReadFile(op.LogPath)
-		t.Fatalf("the operator run as installed (%q) did not apply its self-monitoring objects: %v\n%s", args, err, devenv.LastBytes(log, 8192))
+		t.Fatalf("the operator run as installed (%q) did not apply what it should (%s): %v\n%s", args, missing, err, devenv.LastBytes(log, 8192))
 	}
 	return op
 }
@@ -328,16 +404,22 @@ func serviceAccountKubeconfig(t *testing.T, cp *controlplane.ControlPlane, dir s
 	return path
 }
 
+// expectUninstalled checks that the operator's Deployment is gone.
+func expectUninstalled(t *testing.T, c client.Client) {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := c.Get(testCtx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: install.Name}, &d); !apierrors.IsNotFound(err) {
+		t.Errorf("after the uninstall the Deployment is still there (%v)", err)
+	}
+}
+
 // expectWorkingAfterUninstall checks what a user checks after removing the
 // operator: its objects are gone, AlertmanagerConfigs list (no conversion
 // webhook pointing at a Service that is gone), and a namespace holding one
 // deletes.
 func expectWorkingAfterUninstall(t *testing.T, cp *controlplane.ControlPlane, c client.Client, team *corev1.Namespace) {
 	t.Helper()
-	var d appsv1.Deployment
-	if err := c.Get(testCtx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: install.Name}, &d); !apierrors.IsNotFound(err) {
-		t.Errorf("after the uninstall the Deployment is still there (%v)", err)
-	}
+	expectUninstalled(t, c)
 	if out := shell(t, cp, "kubectl get alertmanagerconfigs -A"); !strings.Contains(out, "routing") {
 		t.Errorf("kubectl get alertmanagerconfigs -A does not list team/routing:\n%s", out)
 	}
@@ -420,13 +502,13 @@ func TestTurningTheWebhookOffReleasesTheConversionWebhook(t *testing.T) {
 	at := []string{fmt.Sprintf("--webhook-port=%d", ports[0]), fmt.Sprintf("--webhook-url=https://127.0.0.1:%d", ports[0])}
 
 	shell(t, empty, "helm install lookout charts/lookout -n lookout-system --create-namespace --set webhook.conversion=true")
-	op := runInstalledOperator(t, empty, bin, at...)
+	op := runInstalledOperator(t, empty, bin, install.Variants[0], at...)
 	waitConversion(t, c, "Webhook")
 	op.Stop()
 	team := createAlertmanagerConfig(t, c)
 
 	shell(t, empty, "helm upgrade lookout charts/lookout -n lookout-system --reuse-values --set webhook.enabled=false")
-	op = runInstalledOperator(t, empty, bin, at...)
+	op = runInstalledOperator(t, empty, bin, install.Variants[0], at...)
 	waitConversion(t, c, "None")
 	op.Stop()
 	shell(t, empty, "helm uninstall lookout -n lookout-system")

@@ -56,8 +56,11 @@ func prometheusRule(c *postgresv1beta1.PostgresCluster, dyn *dynamic) (*monitori
 		// Beyond it the replica may not be promoted: that is worth knowing.
 		lag = dyn.maxLag
 	}
-	labels := map[string]string{"severity": "critical"}
-	warn := map[string]string{"severity": "warning"}
+	// Every alert names its cluster and namespace, also those whose
+	// expression aggregates the labels away (no primary, failover blocked):
+	// an AlertmanagerConfig routes the alerts of its own namespace only.
+	labels := map[string]string{"severity": "critical", "namespace": c.Namespace, LabelClusterTarget: c.Name}
+	warn := map[string]string{"severity": "warning", "namespace": c.Namespace, LabelClusterTarget: c.Name}
 	alert := func(name, expr, forDur string, l map[string]string, summary string) monitoringv1.Rule {
 		d := monitoringv1.Duration(forDur)
 		return monitoringv1.Rule{
