@@ -38,6 +38,15 @@ func (m *Manager) restartStep(ctx context.Context, cfg *pgcontract.Config, role 
 	if r.Token == done || !up || fenced || (role != pgcontract.RolePrimary && !receiving) {
 		return false, nil
 	}
+	if len(pending) == 0 {
+		// Asked on an older observation (a former primary that restarted
+		// as a standby at its switchover, say): nothing waits, so the
+		// request is carried out without a restart.
+		m.mu.Lock()
+		m.status.RestartDone = r.Token
+		m.mu.Unlock()
+		return false, nil
+	}
 	m.setState("Restarting", "for parameters that need a restart: "+strings.Join(pending, ", "))
 	start := time.Now()
 	if role != pgcontract.RolePrimary {

@@ -71,15 +71,22 @@ func checkRollingRestart(t *testing.T, ns, uri string, lookup devenv.LookupFunc,
 		t.Errorf("the primary %s was not switched over", primary)
 	}
 
-	var list corev1.PodList
-	must(t, k8s.List(testCtx, &list, client.InNamespace(ns), client.MatchingLabels{pgcontract.LabelCluster: clusterName}))
-	for _, p := range list.Items {
-		host := p.Name + "." + pgrender.PodsServiceName(clusterName) + "." + ns + ".svc"
-		out, err := psql(ns, secret, host, p.Status.PodIP, "SHOW max_connections")
-		if err != nil || out != want {
-			t.Errorf("instance %s: max_connections %q (%v), want %s", p.Name, out, err, want)
+	// Every instance answers with the new value (asked until it does: the
+	// status the wait above read may be a moment older than the pods).
+	waitFor(t, 60*time.Second, "max_connections "+want+" on every instance", func() (bool, string) {
+		var list corev1.PodList
+		if err := k8s.List(testCtx, &list, client.InNamespace(ns), client.MatchingLabels{pgcontract.LabelCluster: clusterName}); err != nil {
+			return false, err.Error()
 		}
-	}
+		var wrong []string
+		for _, p := range list.Items {
+			host := p.Name + "." + pgrender.PodsServiceName(clusterName) + "." + ns + ".svc"
+			if out, err := psql(ns, secret, host, p.Status.PodIP, "SHOW max_connections"); err != nil || out != want {
+				wrong = append(wrong, fmt.Sprintf("%s: %q (%v)", p.Name, out, err))
+			}
+		}
+		return len(list.Items) == 3 && len(wrong) == 0, fmt.Sprint(wrong)
+	})
 
 	mark := pgwriter.CountAcked(w.Records())
 	waitFor(t, 60*time.Second, "acknowledged writes after the rolling restart", func() (bool, string) {
