@@ -273,6 +273,27 @@ func without(names []string, drop string) []string {
 
 func (m *Manager) replicaStep(ctx context.Context, cfg *pgcontract.Config, lease *coordv1.Lease) error {
 	h := holder(lease)
+	m.mu.Lock()
+	fencedHolder := m.fencedHolder
+	m.fencedHolder = fencedHolder && h == m.o.PodName
+	m.mu.Unlock()
+	if h == m.o.PodName && fencedHolder {
+		// Postgres is down (fenced): the Lease is given up, as after a
+		// restart, and the election decides who is primary — this
+		// instance too, when no other can be.
+		m.log.Info("Fenced while holding the lease: giving it up; the election decides who is primary")
+		l := lease.DeepCopy()
+		l.Spec.HolderIdentity = nil
+		setAnnotation(l, annotationReleasedBy, m.o.PodName)
+		if _, err := m.k.updateLease(ctx, l); err != nil {
+			m.setState("Demoting", "release lease: "+err.Error())
+			return nil
+		}
+		m.mu.Lock()
+		m.fencedHolder = false
+		m.mu.Unlock()
+		return nil
+	}
 	if h == m.o.PodName {
 		return m.takeHandover(ctx, cfg, lease)
 	}
@@ -322,8 +343,9 @@ func (m *Manager) follow(ctx context.Context, cfg *pgcontract.Config, h string, 
 	}
 	if following == h && !needRewind && m.pg.running() != nil {
 		// A new generation of the settings (parameters, archiving) reaches
-		// a standby that keeps following too.
-		if m.confGen != cfg.Generation {
+		// a standby that keeps following too: once postgres answers, since
+		// a SIGHUP before its handlers are set would end it.
+		if m.confGen != cfg.Generation && up {
 			if err := m.pg.writeConfig(m.confInput(cfg, h, ip), true); err != nil {
 				return err
 			}

@@ -40,25 +40,29 @@ type Manager struct {
 	// leaseMu serialises this manager's writes of the Lease.
 	leaseMu sync.Mutex
 
-	mu          sync.Mutex
-	status      pgcontract.Status
-	obs         observation
-	up          bool
-	role        string // pgcontract.RolePrimary, RoleReplica or ""
-	lease       *coordv1.Lease
-	leaseSeen   time.Time // when the Lease last changed, by this clock
-	lastRenew   time.Time // the primary: start of its last successful renewal
-	fenced      bool
-	needRewind  bool   // the data may hold WAL the primary does not: rewind before following
-	following   string // the instance postgres streams from
-	followSince time.Time
-	receiving   time.Time // a standby's WAL receiver last seen streaming
-	lostSince   time.Time // when the primary was first seen lost
-	appliedSync syncSet
-	pendingSync *syncSet
-	labelled    string
-	usersGen    int64
-	confGen     int64
+	mu         sync.Mutex
+	status     pgcontract.Status
+	obs        observation
+	up         bool
+	role       string // pgcontract.RolePrimary, RoleReplica or ""
+	lease      *coordv1.Lease
+	leaseSeen  time.Time // when the Lease last changed, by this clock
+	lastRenew  time.Time // the primary: start of its last successful renewal
+	fenced     bool
+	needRewind bool // the data may hold WAL the primary does not: rewind before following
+	// fencedHolder: this instance fenced itself as primary and the Lease
+	// may still name it; it gives the Lease up rather than wait for a
+	// handover that will never come (alone, it would wait forever).
+	fencedHolder bool
+	following    string // the instance postgres streams from
+	followSince  time.Time
+	receiving    time.Time // a standby's WAL receiver last seen streaming
+	lostSince    time.Time // when the primary was first seen lost
+	appliedSync  syncSet
+	pendingSync  *syncSet
+	labelled     string
+	usersGen     int64
+	confGen      int64
 	// obsGen is the configuration generation the last observation of
 	// postgres was made with (Status.AppliedGeneration).
 	obsGen   int64
@@ -324,6 +328,7 @@ func (m *Manager) startStandby(cfg *pgcontract.Config, primary, ip string) error
 	if err := m.pg.start(); err != nil {
 		return err
 	}
+	m.confGen = cfg.Generation
 	m.mu.Lock()
 	m.role, m.following, m.followSince = "", primary, time.Now()
 	m.mu.Unlock()
@@ -489,7 +494,7 @@ func (m *Manager) fence(reason string) {
 		m.mu.Unlock()
 		return
 	}
-	m.role, m.fenced, m.needRewind, m.following = "", true, true, ""
+	m.role, m.fenced, m.needRewind, m.following, m.fencedHolder = "", true, true, "", true
 	m.appliedSync, m.pendingSync = syncSet{}, nil
 	m.mu.Unlock()
 	m.log.Warn("Fencing: stopping postgres immediately", "reason", reason)

@@ -49,10 +49,9 @@ func TestAPostgresAlertReachesTheTeamsReceiverAndResolves(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster},
 			Spec: postgresv1beta1.PostgresClusterSpec{
 				PostgresVersion: 15,
-				// The hang (until the alert fires, a minute and more) stays
-				// within the primary's lease, so that it resumes as primary
-				// rather than fencing itself.
-				Patroni: &postgresv1beta1.PatroniSpec{LeaderLeaseDurationSeconds: ptr.To[int32](600)},
+				// The default lease (30 s): the hang (until the alert fires, a
+				// minute and more) outlasts it, so the primary fences itself
+				// when it resumes, gives the Lease up, and is elected again.
 				InstanceSets: []postgresv1beta1.PostgresInstanceSetSpec{{Name: "instance1", Replicas: ptr.To[int32](1),
 					DataVolumeClaimSpec: corev1.PersistentVolumeClaimSpec{
 						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
