@@ -148,16 +148,18 @@ func TestGenerateWithoutAdditionalScrapeConfigs(t *testing.T) {
 // Discovery mechanisms Prometheus has but this binary does not link cannot be checked here; they
 // ship as given rather than refusing a config Prometheus takes.
 func TestGenerateShipsAdditionalDiscoveryItCannotCheck(t *testing.T) {
-	if sdLinked("ec2") {
-		t.Skip("EC2 discovery is linked in")
+	// Marathon is a mechanism Prometheus knows and the operator does not
+	// link (no ScrapeConfig field renders it): shipped unchecked.
+	if sdLinked("marathon") {
+		t.Fatal("Marathon discovery is linked in: pick a mechanism the operator does not link")
 	}
-	raw := "- job_name: ec2\n  ec2_sd_configs:\n  - region: eu-west-1\n    port: 9100\n"
+	raw := "- job_name: marathon\n  marathon_sd_configs:\n  - servers:\n    - http://marathon.example:8080\n"
 	res, err := Generate(withAdditional(newInput(newPrometheus(), nil), raw))
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	if !strings.Contains(string(res.Config()), "ec2_sd_configs:\n  - region: eu-west-1\n    port: 9100\n") {
-		t.Errorf("the EC2 discovery was not shipped:\n%s", res.Config())
+	if out := string(res.Config()); !strings.Contains(out, "marathon_sd_configs:") || !strings.Contains(out, "http://marathon.example:8080") {
+		t.Errorf("the Marathon discovery was not shipped:\n%s", out)
 	}
 	// A misspelt key is no discovery mechanism Prometheus knows: still refused.
 	_, err = Generate(withAdditional(newInput(newPrometheus(), nil), "- job_name: ec3\n  ec3_sd_configs: []\n"))
