@@ -216,26 +216,11 @@ func backupRBAC(c *postgresv1beta1.PostgresCluster, instances []string) (*corev1
 	for i, inst := range instances {
 		pods[i] = PodName(inst)
 	}
-	sa := &corev1.ServiceAccount{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: ownedMeta(c, name, nil),
-	}
-	role := &rbacv1.Role{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-		ObjectMeta: ownedMeta(c, name, nil),
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
-				ResourceNames: []string{pgcontract.LeaseName(c.Name)}, Verbs: []string{"get"}},
-			{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: pods, Verbs: []string{"get"}},
-		},
-	}
-	binding := &rbacv1.RoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: ownedMeta(c, name, nil),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: c.Namespace}},
-	}
-	return sa, role, binding
+	return serviceAccountWithRole(c, name, []rbacv1.PolicyRule{
+		{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
+			ResourceNames: []string{pgcontract.LeaseName(c.Name)}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: pods, Verbs: []string{"get"}},
+	})
 }
 
 // withBackupVolumes gives the instance pods what pgBackRest reads: the

@@ -82,6 +82,25 @@ func instanceRBAC(c *postgresv1beta1.PostgresCluster, instances []string) (*core
 	for i, inst := range instances {
 		pods[i] = PodName(inst)
 	}
+	return serviceAccountWithRole(c, name, []rbacv1.PolicyRule{
+		{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
+			ResourceNames: []string{pgcontract.LeaseName(c.Name)}, Verbs: []string{"get", "watch", "update", "patch"}},
+		// create cannot be limited to a name: the apiserver does not know it yet.
+		{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: pods, Verbs: []string{"get", "patch"}},
+		// The managers find their peers' addresses by listing the cluster's
+		// pods by label, which RBAC cannot limit to names: read-only.
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: []string{pgcontract.ConfigSecretName(c.Name)}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	})
+}
+
+// serviceAccountWithRole is a ServiceAccount name of cluster c bound to a
+// Role of its own holding rules: what each of the cluster's pods (instance
+// managers, poolers, backup Jobs) may do through the API.
+func serviceAccountWithRole(c *postgresv1beta1.PostgresCluster, name string, rules []rbacv1.PolicyRule) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: ownedMeta(c, name, nil),
@@ -89,19 +108,7 @@ func instanceRBAC(c *postgresv1beta1.PostgresCluster, instances []string) (*core
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 		ObjectMeta: ownedMeta(c, name, nil),
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
-				ResourceNames: []string{pgcontract.LeaseName(c.Name)}, Verbs: []string{"get", "watch", "update", "patch"}},
-			// create cannot be limited to a name: the apiserver does not know it yet.
-			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-			{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: pods, Verbs: []string{"get", "patch"}},
-			// The managers find their peers' addresses by listing the cluster's
-			// pods by label, which RBAC cannot limit to names: read-only.
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
-			{APIGroups: []string{""}, Resources: []string{"secrets"},
-				ResourceNames: []string{pgcontract.ConfigSecretName(c.Name)}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		},
+		Rules:      rules,
 	}
 	binding := &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},

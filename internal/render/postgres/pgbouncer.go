@@ -205,26 +205,11 @@ func poolerService(c *postgresv1beta1.PostgresCluster, b *postgresv1beta1.PGBoun
 // list the namespace's pods (the primary's address), nothing else.
 func poolerRBAC(c *postgresv1beta1.PostgresCluster) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
 	name := PoolerName(c.Name)
-	sa := &corev1.ServiceAccount{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: ownedMeta(c, name, nil),
-	}
-	role := &rbacv1.Role{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-		ObjectMeta: ownedMeta(c, name, nil),
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
-				ResourceNames: []string{pgcontract.LeaseName(c.Name)}, Verbs: []string{"get", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
-		},
-	}
-	binding := &rbacv1.RoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: ownedMeta(c, name, nil),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: c.Namespace}},
-	}
-	return sa, role, binding
+	return serviceAccountWithRole(c, name, []rbacv1.PolicyRule{
+		{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
+			ResourceNames: []string{pgcontract.LeaseName(c.Name)}, Verbs: []string{"get", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
+	})
 }
 
 const volumePoolerConfig = "pgbouncer-config"
