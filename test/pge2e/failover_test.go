@@ -134,15 +134,7 @@ func TestPGOManifestRunsThreeInstancesAndFailsOverWithoutLosingAWrite(t *testing
 	})
 	stop()
 	records := w.Records()
-	rep, err := devenv.CheckWrites(testCtx, uri, lookup, records)
-	must(t, err)
-	t.Logf("writes: %s", rep)
-	if len(rep.Lost) > 0 {
-		t.Errorf("%d acknowledged writes lost: %v", len(rep.Lost), rep.Lost)
-	}
-	if len(rep.Phantom) > 0 {
-		t.Errorf("%d writes that failed are in the table: %v", len(rep.Phantom), rep.Phantom)
-	}
+	checkWriteLog(t, uri, lookup, records, "writes")
 	fos := pgwriter.Failovers(records)
 	if len(fos) != 1 {
 		t.Fatalf("the writes show %d changes of timeline, want 1: %+v", len(fos), fos)
@@ -154,6 +146,21 @@ func TestPGOManifestRunsThreeInstancesAndFailsOverWithoutLosingAWrite(t *testing
 		fos[0].Duration().Round(time.Millisecond), fos[0].OldTimeline, fos[0].NewTimeline, pgc.Status.LastFailover.Duration, loadavg())
 
 	checkRollingRestart(t, ns, uri, lookup, &secret, pods, newPrimary)
+}
+
+// checkWriteLog compares the writer's id-tagged log with the table and
+// fails on an acknowledged write that is missing or a failed one that is there.
+func checkWriteLog(t *testing.T, uri string, lookup devenv.LookupFunc, records []pgwriter.Record, what string) {
+	t.Helper()
+	rep, err := devenv.CheckWrites(testCtx, uri, lookup, records)
+	must(t, err)
+	t.Logf("%s: %s", what, rep)
+	if len(rep.Lost) > 0 {
+		t.Errorf("%d acknowledged writes lost: %v", len(rep.Lost), rep.Lost)
+	}
+	if len(rep.Phantom) > 0 {
+		t.Errorf("%d writes that failed are in the table: %v", len(rep.Phantom), rep.Phantom)
+	}
 }
 
 // checkRoles checks that the primary's pod is labelled role=master and every other pod

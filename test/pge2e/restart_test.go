@@ -94,15 +94,7 @@ func checkRollingRestart(t *testing.T, ns, uri string, lookup devenv.LookupFunc,
 	})
 	stop()
 	records := w.Records()
-	rep, err := devenv.CheckWrites(testCtx, uri, lookup, records)
-	must(t, err)
-	t.Logf("writes through the rolling restart: %s", rep)
-	if len(rep.Lost) > 0 {
-		t.Errorf("%d acknowledged writes lost: %v", len(rep.Lost), rep.Lost)
-	}
-	if len(rep.Phantom) > 0 {
-		t.Errorf("%d writes that failed are in the table: %v", len(rep.Phantom), rep.Phantom)
-	}
+	checkWriteLog(t, uri, lookup, records, "writes through the rolling restart")
 	for _, f := range pgwriter.Failovers(records) {
 		t.Logf("the switchover as the client saw it: %s without an acknowledged write (timeline %d → %d)", f.Duration().Round(time.Millisecond), f.OldTimeline, f.NewTimeline)
 		if len(f.SplitBrain) > 0 {
