@@ -23,11 +23,12 @@ build: ## Build lookout and lookout-reloader into bin/
 images: ## OCI images of lookout and lookout-reloader (linux/amd64, linux/arm64), and lookout-postgres (this machine's PostgreSQL 15, its architecture only) as OCI layout tarballs in _output/images, no container engine needed
 	$(GO) run ./hack/images -version '$(VERSION)' -commit '$(COMMIT)' -out _output/images
 
-# What the demo runs; make test needs these and helm, the kubelet and Thanos as well.
+# What the demo runs; make test needs these, promtool, the older Prometheus and
+# Alertmanager of the version tests, helm, the kubelet and Thanos as well.
 DEMO_TOOLS := controlplane prometheus alertmanager
 
 tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, Prometheus, Alertmanager, amtool, helm and Thanos
-	$(GO) run ./hack/tools $(DEMO_TOOLS) helm node thanos
+	$(GO) run ./hack/tools $(DEMO_TOOLS) test-only helm node thanos
 
 test: tools vet ## Unit, integration (real kube-apiserver) and end-to-end (real Prometheus) tests
 	@hack/check-no-leftovers.sh snapshot _output/processes-before-test

@@ -1,6 +1,6 @@
 // Command tools builds (or finds cached) the binaries the tests and the demo
-// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus (and promtool)] [alertmanager] [controller-gen] [helm] [node] [thanos]
-// (default: controlplane prometheus alertmanager helm). `make demo` asks only for
+// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager (and amtool)] [test-only] [controller-gen] [helm] [node] [thanos]
+// (default: controlplane prometheus alertmanager test-only helm). `make demo` asks only for
 // what the demo runs; `make tools` (and so `make test`) for everything.
 package main
 
@@ -15,27 +15,33 @@ import (
 	"github.com/lookout-operator/lookout/internal/controlplane"
 )
 
+// toolSets are the names the command takes and the binaries each stands for.
+var toolSets = map[string][]controlplane.Tool{
+	"controlplane": controlplane.ControlPlaneTools,
+	"prometheus":   {controlplane.Prometheus},
+	"alertmanager": {controlplane.Alertmanager, controlplane.Amtool},
+	// What only the tests run: promtool (rule unit tests) and the older
+	// Prometheus and Alertmanager the version-gating tests start.
+	"test-only":      {controlplane.Promtool, controlplane.PrometheusLTS, controlplane.AlertmanagerOld},
+	"controller-gen": {controlplane.ControllerGen},
+	"helm":           {controlplane.Helm},
+	"node":           {controlplane.Kubelet},
+	"thanos":         {controlplane.Thanos},
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	sets := map[string][]controlplane.Tool{
-		"controlplane":   controlplane.ControlPlaneTools,
-		"prometheus":     {controlplane.Prometheus, controlplane.Promtool, controlplane.PrometheusLTS},
-		"alertmanager":   controlplane.AlertmanagerTools,
-		"controller-gen": {controlplane.ControllerGen},
-		"helm":           {controlplane.Helm},
-		"node":           {controlplane.Kubelet},
-		"thanos":         {controlplane.Thanos},
-	}
+	sets := toolSets
 	args := os.Args[1:]
 	if len(args) == 0 {
-		args = []string{"controlplane", "prometheus", "alertmanager", "helm"}
+		args = []string{"controlplane", "prometheus", "alertmanager", "test-only", "helm"}
 	}
 	var tools []controlplane.Tool
 	for _, a := range args {
 		set, ok := sets[a]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, controller-gen, helm, node or thanos)\n", a)
+			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, test-only, controller-gen, helm, node or thanos)\n", a)
 			os.Exit(2)
 		}
 		tools = append(tools, set...)

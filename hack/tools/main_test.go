@@ -43,3 +43,33 @@ func cache(t *testing.T, tool controlplane.Tool) {
 		t.Fatal(err)
 	}
 }
+
+// The demo's sets (the Makefile's DEMO_TOOLS) hold only what hack/demo runs:
+// a cold `make demo` must not build what only `make test` starts.
+func TestTheDemoBuildsOnlyWhatItRuns(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(mk), "\n") {
+		if v, ok := strings.CutPrefix(line, "DEMO_TOOLS := "); ok {
+			names = strings.Fields(v)
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("the Makefile sets no DEMO_TOOLS")
+	}
+	runs := map[string]bool{"etcd": true, "kube-apiserver": true, "kube-controller-manager": true, "kubectl": true, "prometheus": true, "alertmanager": true, "amtool": true}
+	for _, n := range names {
+		set, ok := toolSets[n]
+		if !ok {
+			t.Fatalf("DEMO_TOOLS names %q, which hack/tools does not know", n)
+		}
+		for _, tool := range set {
+			if !runs[tool.Name] || tool.Module == controlplane.PrometheusLTS.Module || tool.Module == controlplane.AlertmanagerOld.Module {
+				t.Errorf("DEMO_TOOLS %s builds %s %s, which the demo does not run", n, tool.Name, tool.Version)
+			}
+		}
+	}
+}

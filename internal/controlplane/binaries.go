@@ -102,10 +102,6 @@ var (
 // ControlPlaneTools are the binaries Start needs.
 var ControlPlaneTools = []Tool{Etcd, KubeAPIServer, KubeControllerManager, Kubectl}
 
-// AlertmanagerTools are the Alertmanager server, its command-line client and the
-// older Alertmanager of the version-gating tests.
-var AlertmanagerTools = []Tool{Alertmanager, Amtool, AlertmanagerOld}
-
 // CacheDir is where built binaries live: $LOOKOUT_CACHE, else
 // $XDG_CACHE_HOME/lookout, else ~/.cache/lookout.
 func CacheDir() string {
