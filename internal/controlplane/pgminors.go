@@ -208,6 +208,40 @@ func (m PostgresMinor) Place(dir string) (PostgresMinor, error) {
 	return placed, os.Chmod(dir, 0o755)
 }
 
+// SharedDir holds the releases Shared places: outside the home directory
+// (which only root may enter) and outside /tmp (a pod's /tmp is a volume of
+// its own), so that every pod's user reaches them at the same path.
+const SharedDir = "/var/tmp/lookout-postgresql"
+
+// Shared is the release placed (Place) under SharedDir, once: the instance
+// pods of the local runs run its programs as their own user.
+func (m PostgresMinor) Shared() (PostgresMinor, error) {
+	placed := m
+	placed.Root = filepath.Join(SharedDir, m.Package)
+	if _, err := os.Stat(filepath.Join(placed.Root, completeMark)); err == nil {
+		return placed, nil
+	}
+	if err := os.MkdirAll(SharedDir, 0o755); err != nil {
+		return placed, err
+	}
+	if err := os.Chmod(SharedDir, 0o755); err != nil {
+		return placed, err
+	}
+	unlock, err := lockFile(placed.Root + ".lock")
+	if err != nil {
+		return placed, err
+	}
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(placed.Root, completeMark)); err == nil {
+		return placed, nil
+	}
+	_ = os.RemoveAll(placed.Root)
+	if _, err := m.Place(placed.Root); err != nil {
+		return placed, err
+	}
+	return placed, nil
+}
+
 func runIn(ctx context.Context, dir, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
