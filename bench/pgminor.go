@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
@@ -43,6 +45,7 @@ type pgMinorRun struct {
 }
 
 func runPGMinorScenario(ctx context.Context, f flags, root, bin string) error {
+	ctrllog.SetLogger(logr.Discard()) // the clients' logs; the operator logs to its own file
 	minors, err := controlplane.PostgresMinors(ctx, 15, os.Stderr)
 	if err != nil {
 		return err
