@@ -45,6 +45,9 @@ bench: tools ## Scale harness (not part of make test): cold start, change latenc
 bench-pg: ## PostgreSQL faults (not part of make test; as root): failover time, lost writes, split brain, back to full strength, switchover pause; see docs/benchmarks.md
 	$(GO) run ./bench -scenario pg $(BENCH_FLAGS)
 .PHONY: bench-pg
+bench-pgminor: ## Rolling minor upgrades of PostgreSQL 15 under load through the operator (as root): duration, failed transactions, lost writes; see docs/benchmarks.md
+	$(GO) run ./bench -scenario pgminor $(BENCH_FLAGS)
+.PHONY: bench-pgminor
 
 manifests: ## Generate the monitoring.coreos.com CRDs into config/crd, PostgresCluster's into config/postgres/crd (and its deepcopy), then the install paths from internal/install
 	$(eval CONTROLLER_GEN := $(shell $(GO) run ./hack/tools controller-gen | cut -f2))

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/lookout-operator/lookout/internal/controlplane"
+	"github.com/lookout-operator/lookout/internal/localpod"
 )
 
 type flags struct {
@@ -44,8 +45,11 @@ type flags struct {
 }
 
 func main() {
+	// Re-executed helper: a container of the pgminor scenario's pods in its
+	// mount namespace.
+	localpod.MaybeMountExec()
 	var f flags
-	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2, all (s1 and s2) or pg (PostgreSQL faults, as root)")
+	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2, all (s1 and s2), pg (PostgreSQL faults, as root) or pgminor (rolling minor upgrades under load through the operator, as root)")
 	flag.StringVar(&f.out, "out", "docs/bench-results.json", "JSON results (merged by scenario); empty: do not write")
 	flag.StringVar(&f.doc, "doc", "docs/benchmarks.md", "markdown file whose \"Scale harness (make bench)\" section is rewritten; empty: do not write")
 	flag.StringVar(&f.profiles, "profiles", "bench/out/profiles", "directory for the operator's CPU and heap profiles, one subdirectory per scenario (the operator serves pprof on a loopback port); empty: do not profile")
@@ -61,6 +65,7 @@ func main() {
 	flag.DurationVar(&f.pg.stop, "pg-stop", 30*time.Second, "pg: how long a SIGSTOP holds the primary at least")
 	flag.DurationVar(&f.pg.lease, "pg-lease", 5*time.Second, "pg: the primary's lease (leaderLeaseDurationSeconds)")
 	flag.StringVar(&f.pg.out, "pg-out", "docs/bench-pg-results.json", "pg: JSON results; empty: do not write")
+	flag.IntVar(&f.pg.minorRuns, "pgminor-runs", 3, "pgminor: rolling minor upgrades, each of a new cluster")
 	flag.BoolVar(&f.pg.pooler, "pg-pooler", false, "pg: the writer goes through a PgBouncer that each switchover pauses and resumes")
 	flag.Parse()
 	if err := run(f); err != nil {
@@ -81,9 +86,9 @@ func run(f flags) error {
 		scenarios = []scenario{scenarioS2()}
 	case "all":
 		scenarios = []scenario{scenarioS2(), scenarioS1()}
-	case "pg":
+	case "pg", "pgminor":
 	default:
-		return fmt.Errorf("-scenario: want s1, s2, all or pg, got %q", f.scenario)
+		return fmt.Errorf("-scenario: want s1, s2, all, pg or pgminor, got %q", f.scenario)
 	}
 
 	root, err := controlplane.RepoRoot()
@@ -111,6 +116,9 @@ func run(f flags) error {
 
 	if f.scenario == "pg" {
 		return runPGScenario(ctx, f, root, bin, commit)
+	}
+	if f.scenario == "pgminor" {
+		return runPGMinorScenario(ctx, f, root, bin)
 	}
 
 	var results []Result

@@ -85,6 +85,8 @@ type pgFlags struct {
 	// pooler: the writer goes through a PgBouncer (`lookout pgbouncer`)
 	// that the switchovers pause and resume.
 	pooler bool
+	// minorRuns: the pgminor scenario's upgrades.
+	minorRuns int
 }
 
 // pgPlan interleaves the faults: kills SIGKILL runs, runs of each other

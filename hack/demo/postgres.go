@@ -144,6 +144,10 @@ func runPostgres(ctx context.Context, c client.Client, cp *controlplane.ControlP
 	kc("get", "postgresclusters", "-n", pgNamespace)
 	kc("get", "pods", "-n", pgNamespace, "-l", pgcontract.LabelCluster+"="+pgCluster, "-L", pgcontract.LabelRole)
 
+	if err := upgradeMinor(ctx, c, pods, kc); err != nil {
+		return stop, err
+	}
+
 	step("Running Prometheus default/postgres (examples-postgres/prometheus.yaml) in its own network namespace: it scrapes the instance managers through PodMonitor default/hippo-postgres")
 	host, err := network.NewHost()
 	if err != nil {

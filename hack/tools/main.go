@@ -39,14 +39,20 @@ func main() {
 	}
 	var tools []controlplane.Tool
 	for _, a := range args {
+		if a == "postgres-minors" {
+			postgresMinors(ctx)
+			continue
+		}
 		set, ok := sets[a]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, test-only, controller-gen, helm, node or thanos)\n", a)
+			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, test-only, controller-gen, helm, node, thanos or postgres-minors)\n", a)
 			os.Exit(2)
 		}
 		tools = append(tools, set...)
 	}
-	fmt.Fprintln(os.Stderr, coldEstimate(tools))
+	if len(tools) > 0 {
+		fmt.Fprintln(os.Stderr, coldEstimate(tools))
+	}
 	for _, t := range tools {
 		p, err := t.Ensure(ctx, os.Stderr)
 		if err != nil {
@@ -54,6 +60,19 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("%s\t%s\n", t.Name, p)
+	}
+}
+
+// postgresMinors fetches (or finds cached) every PostgreSQL 15 release the
+// package archive lists and prints each one's bin directory.
+func postgresMinors(ctx context.Context) {
+	minors, err := controlplane.PostgresMinors(ctx, 15, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for _, m := range minors {
+		fmt.Printf("postgres-%s\t%s\n", m.Minor, m.BinDir())
 	}
 }
 

@@ -123,6 +123,7 @@ func explainPostgresCluster(ctx context.Context, c client.Reader, ns, name strin
 		fmt.Fprintf(out, "  last switchover: to %s at %s, took %s\n", s.LastSwitchover.To, s.LastSwitchover.Time.UTC().Format(time.RFC3339), orDash(s.LastSwitchover.Duration))
 	}
 
+	explainVersions(s, out)
 	for _, p := range s.PendingRestart {
 		fmt.Fprintf(out, "  restart pending: %s waits for a restart to apply %s (a rolling restart: replicas one at a time, then a switchover)\n",
 			p.Name, strings.Join(p.Parameters, ", "))

@@ -162,6 +162,7 @@ func (k postgresKind) readStatus(ctx context.Context, r client.Reader, c *postgr
 		}
 	}
 	counts := pgrender.ObservedStatus(c, obs, &c.Status)
+	k.minorUpgradeStatus(c)
 	if err := k.readBackupStatus(ctx, r, c, &obs); err != nil {
 		return err
 	}

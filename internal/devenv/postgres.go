@@ -47,6 +47,7 @@ type PostgresPods struct {
 	dir     string
 
 	mu      sync.Mutex
+	binDirs map[string]string // image → PostgreSQL bin directory (RunImageFrom)
 	running map[types.UID]*PostgresPod
 	runs    int
 	errs    []error
@@ -187,7 +188,7 @@ func (pp *PostgresPods) start(ctx context.Context, p *corev1.Pod) error {
 	dir := filepath.Join(pp.dir, p.Name+"-"+strconv.Itoa(pp.runs))
 	pp.mu.Unlock()
 	images := map[string]string{pgrender.InstanceCommand[0]: pp.bins.Lookout}
-	opts := podOptions(pp.c, pp.cp, p.Spec, pp.Namespace, p.Name, images, tok, h, dir)
+	opts := podOptions(pp.c, pp.cp, pp.withPostgresBinDir(p.Spec), pp.Namespace, p.Name, images, tok, h, dir)
 	opts.ClaimsDir = filepath.Join(pp.dir, "claims")
 	pod, err := localpod.Start(ctx, opts)
 	if err != nil {

@@ -90,6 +90,30 @@ type PostgresClusterStatus struct {
 	// a restarted replica.
 	// +optional
 	PendingRestart []InstancePendingRestart `json:"pendingRestart,omitempty"`
+
+	// InstanceVersions is the PostgreSQL each instance runs (Lookout's own
+	// field): its pod's image and the release the server reports. A change
+	// of spec.image within the major is rolled out one instance at a time
+	// (the MinorUpgrade condition).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	InstanceVersions []InstanceVersion `json:"instanceVersions,omitempty"`
+}
+
+// InstanceVersion is the PostgreSQL one instance runs.
+type InstanceVersion struct {
+	// The instance (pod).
+	Name string `json:"name"`
+
+	// The image of its PostgreSQL container.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// The PostgreSQL release the server reports ("15.20"); empty while it
+	// does not answer.
+	// +optional
+	Version string `json:"version,omitempty"`
 }
 
 // InstancePendingRestart is what one instance waits for a restart to apply.
@@ -194,4 +218,25 @@ const (
 	// ConditionAvailable True: every desired instance is ready and one is
 	// primary; False otherwise (the reason and message say what is missing).
 	ConditionAvailable = "Available"
+	// ConditionMinorUpgrade True: spec.image changed within the major and
+	// the instances are being moved to it one at a time (reason Upgrading;
+	// the message says which run what); False with reason Upgraded once
+	// every instance runs it and the cluster is whole again (the message
+	// says how long it took). Absent until the image first changes.
+	ConditionMinorUpgrade = "MinorUpgrade"
 )
+
+// Reasons of the MinorUpgrade condition; a refused image is
+// Reconciled=False with ReasonMinorDowngrade or ReasonImageMajor.
+const (
+	ReasonUpgrading      = "Upgrading"
+	ReasonUpgraded       = "Upgraded"
+	ReasonMinorDowngrade = "MinorDowngrade"
+	ReasonImageMajor     = "ImageMajorMismatch"
+)
+
+// AnnotationAllowMinorDowngrade set to "true" lets a change of spec.image
+// to an older minor release of the major roll out (PostgreSQL's on-disk
+// format is the same across minors; a release's notes may still ask for
+// steps after an upgrade that a downgrade does not undo).
+const AnnotationAllowMinorDowngrade = "lookout.dev/allow-minor-downgrade"

@@ -217,10 +217,10 @@ const volumePoolerConfig = "pgbouncer-config"
 func poolerDeployment(in *Inputs, b *postgresv1beta1.PGBouncerPodSpec) *appsv1.Deployment {
 	c := in.Cluster
 	labels := poolerLabels(c)
+	// Not spec.image, as PGO's default pgBouncer image is the operator's:
+	// a new image of the instances (a minor upgrade) must not restart the
+	// pooler under its clients.
 	image := b.Image
-	if image == "" {
-		image = c.Spec.Image
-	}
 	if image == "" {
 		image = in.Image
 	}

@@ -48,6 +48,10 @@ func Render(in *Inputs) (*Desired, error) {
 	if err != nil {
 		return nil, err
 	}
+	roll, err := newMinorRollout(in, all)
+	if err != nil {
+		return nil, err
+	}
 	for i := range c.Spec.InstanceSets {
 		set := &c.Spec.InstanceSets[i]
 		p := fmt.Sprintf("spec.instances[%d]", i)
@@ -69,6 +73,7 @@ func Render(in *Inputs) (*Desired, error) {
 	}
 
 	cfg := config(in, dyn, target)
+	roll.config(&cfg)
 	if cfg.Backups, err = backupsConfig(c); err != nil {
 		return nil, err
 	}
@@ -110,6 +115,7 @@ func Render(in *Inputs) (*Desired, error) {
 		set := &c.Spec.InstanceSets[i]
 		for _, name := range instances[SetName(set, i)] {
 			sts := statefulSet(in, set, SetName(set, i), name)
+			roll.setImage(sts)
 			withBackupVolumes(c, restore, sts)
 			out = append(out, sts)
 		}

@@ -41,10 +41,7 @@ func statefulSet(in *Inputs, set *postgresv1beta1.PostgresInstanceSetSpec, setNa
 	if c.Spec.Shutdown != nil && *c.Spec.Shutdown {
 		podReplicas = 0
 	}
-	image := c.Spec.Image
-	if image == "" {
-		image = in.Image
-	}
+	image := instanceImage(in)
 	uid := in.RunAsUser
 	if uid == 0 {
 		uid = DefaultRunAsUser

@@ -128,6 +128,7 @@ func ObservedStatus(c *postgresv1beta1.PostgresCluster, obs Observed, s *postgre
 			s.Patroni.Switchover = &t
 		}
 	}
+	s.InstanceVersions = instanceVersions(obs)
 	slices.SortFunc(s.Replicas, func(a, b postgresv1beta1.ReplicaStatus) int {
 		if a.Name < b.Name {
 			return -1
