@@ -26,8 +26,8 @@ images: ## OCI images of lookout and lookout-reloader (linux/amd64, linux/arm64)
 # What the demo runs; make test needs these and helm, the kubelet and Thanos as well.
 DEMO_TOOLS := controlplane prometheus alertmanager
 
-tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, Prometheus, Alertmanager, amtool, helm and Thanos
-	$(GO) run ./hack/tools $(DEMO_TOOLS) helm node thanos
+tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, Prometheus, Alertmanager, amtool, helm and Thanos; install PostgreSQL 17 (major upgrades)
+	$(GO) run ./hack/tools $(DEMO_TOOLS) helm node thanos postgres17
 
 test: tools vet ## Unit, integration (real kube-apiserver) and end-to-end (real Prometheus) tests
 	@hack/check-no-leftovers.sh snapshot _output/processes-before-test

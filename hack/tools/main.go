@@ -1,6 +1,7 @@
 // Command tools builds (or finds cached) the binaries the tests and the demo
-// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus (and promtool)] [alertmanager] [controller-gen] [helm] [node] [thanos]
-// (default: controlplane prometheus alertmanager helm). `make demo` asks only for
+// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus (and promtool)] [alertmanager] [controller-gen] [helm] [node] [thanos] [postgres17]
+// (default: controlplane prometheus alertmanager helm). postgres17 is not built
+// from Go modules: it installs PostgreSQL 17 (postgres17.go). `make demo` asks only for
 // what the demo runs; `make tools` (and so `make test`) for everything.
 package main
 
@@ -32,15 +33,30 @@ func main() {
 		args = []string{"controlplane", "prometheus", "alertmanager", "helm"}
 	}
 	var tools []controlplane.Tool
+	postgres17 := false
 	for _, a := range args {
+		if a == "postgres17" {
+			postgres17 = true
+			continue
+		}
 		set, ok := sets[a]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, controller-gen, helm, node or thanos)\n", a)
+			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, controller-gen, helm, node, thanos or postgres17)\n", a)
 			os.Exit(2)
 		}
 		tools = append(tools, set...)
 	}
-	fmt.Fprintln(os.Stderr, coldEstimate(tools))
+	if postgres17 {
+		p, err := ensurePostgres17(ctx, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("postgresql-17\t%s\n", p)
+	}
+	if len(tools) > 0 {
+		fmt.Fprintln(os.Stderr, coldEstimate(tools))
+	}
 	for _, t := range tools {
 		p, err := t.Ensure(ctx, os.Stderr)
 		if err != nil {
