@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -112,7 +113,7 @@ func majorUpgradeStatus(obs Observed, primary string, s *postgresv1beta1.Postgre
 		return
 	}
 	if rep.Downtime.Duration > 0 {
-		out.Downtime = rep.Downtime.String()
+		out.Downtime = rep.Downtime.Round(time.Millisecond).String()
 	}
 	if rep.Started != nil {
 		t := metav1.NewTime(*rep.Started)
