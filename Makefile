@@ -27,8 +27,8 @@ images: ## OCI images of lookout and lookout-reloader (linux/amd64, linux/arm64)
 # Alertmanager of the version tests, helm, the kubelet and Thanos as well.
 DEMO_TOOLS := controlplane prometheus alertmanager
 
-tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, Prometheus, Alertmanager, amtool, helm and Thanos
-	$(GO) run ./hack/tools $(DEMO_TOOLS) test-only helm node thanos
+tools: ## Build or reuse the cached etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, Prometheus, Alertmanager, amtool, helm and Thanos; install PostgreSQL 17 (major upgrades)
+	$(GO) run ./hack/tools $(DEMO_TOOLS) test-only helm node thanos postgres17
 
 test: tools vet ## Unit, integration (real kube-apiserver) and end-to-end (real Prometheus) tests
 	@hack/check-no-leftovers.sh snapshot _output/processes-before-test

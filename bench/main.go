@@ -42,6 +42,10 @@ type flags struct {
 	report   bool
 	hold     bool
 	pg       pgFlags
+	upgrade  struct {
+		runs, scale int
+		out         string
+	}
 }
 
 func main() {
@@ -49,7 +53,7 @@ func main() {
 	// mount namespace.
 	localpod.MaybeMountExec()
 	var f flags
-	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2, all (s1 and s2), pg (PostgreSQL faults, as root) or pgminor (rolling minor upgrades under load through the operator, as root)")
+	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2, all (s1 and s2), pg (PostgreSQL faults, as root), pgminor (rolling minor upgrades under load through the operator, as root) or pgupgrade (major upgrade 15 → 17, as root)")
 	flag.StringVar(&f.out, "out", "docs/bench-results.json", "JSON results (merged by scenario); empty: do not write")
 	flag.StringVar(&f.doc, "doc", "docs/benchmarks.md", "markdown file whose \"Scale harness (make bench)\" section is rewritten; empty: do not write")
 	flag.StringVar(&f.profiles, "profiles", "bench/out/profiles", "directory for the operator's CPU and heap profiles, one subdirectory per scenario (the operator serves pprof on a loopback port); empty: do not profile")
@@ -67,6 +71,9 @@ func main() {
 	flag.StringVar(&f.pg.out, "pg-out", "docs/bench-pg-results.json", "pg: JSON results; empty: do not write")
 	flag.IntVar(&f.pg.minorRuns, "pgminor-runs", 3, "pgminor: rolling minor upgrades, each of a new cluster")
 	flag.BoolVar(&f.pg.pooler, "pg-pooler", false, "pg: the writer goes through a PgBouncer that each switchover pauses and resumes")
+	flag.IntVar(&f.upgrade.runs, "pgupgrade-runs", 3, "pgupgrade: upgrades, each of a new cluster")
+	flag.IntVar(&f.upgrade.scale, "pgupgrade-scale", 70, "pgupgrade: pgbench -i scale of the data (70: about 1 GB)")
+	flag.StringVar(&f.upgrade.out, "pgupgrade-out", "docs/bench-pgupgrade-results.json", "pgupgrade: JSON results; empty: do not write")
 	flag.Parse()
 	if err := run(f); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -86,9 +93,9 @@ func run(f flags) error {
 		scenarios = []scenario{scenarioS2()}
 	case "all":
 		scenarios = []scenario{scenarioS2(), scenarioS1()}
-	case "pg", "pgminor":
+	case "pg", "pgminor", "pgupgrade":
 	default:
-		return fmt.Errorf("-scenario: want s1, s2, all, pg or pgminor, got %q", f.scenario)
+		return fmt.Errorf("-scenario: want s1, s2, all, pg, pgminor or pgupgrade, got %q", f.scenario)
 	}
 
 	root, err := controlplane.RepoRoot()
@@ -119,6 +126,13 @@ func run(f flags) error {
 	}
 	if f.scenario == "pgminor" {
 		return runPGMinorScenario(ctx, f, root, bin)
+	}
+	if f.scenario == "pgupgrade" {
+		out := ""
+		if f.upgrade.out != "" {
+			out = absPath(root, f.upgrade.out)
+		}
+		return runUpgradeScenario(ctx, f.upgrade.runs, f.upgrade.scale, out, bin, commit)
 	}
 
 	var results []Result

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/cli"
-	"github.com/lookout-operator/lookout/internal/gather"
+	"github.com/lookout-operator/lookout/internal/pgcontract"
 	"github.com/lookout-operator/lookout/internal/scheme"
 	"github.com/lookout-operator/lookout/internal/version"
 )
@@ -45,7 +45,7 @@ on stderr.`,
 	cmd.Flags().StringVar(&o.PrometheusAgent, "prometheus-agent", "", "Render this PrometheusAgent, NAMESPACE/NAME (all: every one), instead of the Prometheus objects")
 	cmd.Flags().StringVar(&o.PostgresCluster, "postgrescluster", "", "Render this PostgresCluster, NAMESPACE/NAME (all: every one), instead of the Prometheus objects")
 	cmd.Flags().StringVar(&o.PostgresImage, "postgres-image", version.Image("lookout-postgres"), "Image of the PostgreSQL instances (as given to the operator)")
-	cmd.Flags().StringSliceVar(&o.PostgresBinDirs, "postgres-bin-dirs", []string{gather.DefaultPostgresBinDirs}, "PostgreSQL bin directories (as given to the operator)")
+	cmd.Flags().StringSliceVar(&o.PostgresBinDirs, "postgres-bin-dirs", pgcontract.DefaultBinDirGlobs, "PostgreSQL bin directories (as given to the operator)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", cli.OutputObjects, "objects, config, rules, verdicts or alertmanager")
 	cmd.Flags().StringVar(&o.ReloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar (as given to the operator)")
 	return cmd

@@ -36,6 +36,7 @@ import (
 	"github.com/lookout-operator/lookout/internal/crds"
 	"github.com/lookout-operator/lookout/internal/gather"
 	"github.com/lookout-operator/lookout/internal/install"
+	"github.com/lookout-operator/lookout/internal/pgcontract"
 	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
 	"github.com/lookout-operator/lookout/internal/scheme"
 	"github.com/lookout-operator/lookout/internal/version"
@@ -120,7 +121,7 @@ func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.reloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar")
 	f.StringSliceVar(&o.controllers, "controllers", nil, "Controllers to run (comma-separated), of "+controllerNames()+"; empty runs every one whose CRD is installed")
 	f.StringVar(&o.postgres.Image, "postgres-image", version.Image("lookout-postgres"), "Image of the PostgreSQL instances of a PostgresCluster whose spec.image is empty")
-	f.StringSliceVar(&o.postgres.BinDirs, "postgres-bin-dirs", []string{gather.DefaultPostgresBinDirs}, "Globs of the PostgreSQL bin directories (<...>/<major>/bin) of the instance image: the majors a PostgresCluster may ask for, and the parameters each accepts")
+	f.StringSliceVar(&o.postgres.BinDirs, "postgres-bin-dirs", pgcontract.DefaultBinDirGlobs, "Globs of the PostgreSQL bin directories (<...>/<major>/bin) of the instance image: the majors a PostgresCluster may ask for, and the parameters each accepts")
 	f.Int64Var(&o.postgres.RunAsUser, "postgres-uid", pgrender.DefaultRunAsUser, "User (and group, fsGroup) id of the PostgreSQL containers, as the instance image has it")
 	f.BoolVar(&o.manageRBAC, "manage-rbac", false, "Give the generated pods the RBAC they use: Prometheus's discovery Roles or ClusterRole, the reloaders' read of their config Secret. Needs write rights on ClusterRoles, Roles and bindings, which RBAC cannot limit to the operator's own (a leaked token could empty any role). Off, as with prometheus-operator, bind the Prometheus ServiceAccount to the discovery rights yourself; the reloaders then follow the mounted config")
 	f.BoolVar(&o.selfMonitoring, "self-monitoring", false, "When leading, apply the operator's own ServiceMonitor, the reloaders' PodMonitor (in the watched namespaces) and its PrometheusRule in the operator's namespace")

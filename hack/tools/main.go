@@ -1,6 +1,8 @@
 // Command tools builds (or finds cached) the binaries the tests and the demo
-// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager (and amtool)] [test-only] [controller-gen] [helm] [node] [thanos]
-// (default: controlplane prometheus alertmanager test-only helm). `make demo` asks only for
+// need and prints their paths. Usage: go run ./hack/tools [controlplane] [prometheus] [alertmanager (and amtool)] [test-only] [controller-gen] [helm] [node] [thanos] [postgres17] [postgres-minors]
+// (default: controlplane prometheus alertmanager test-only helm). postgres17 and
+// postgres-minors are not built from Go modules: they install PostgreSQL 17
+// (postgres17.go) and unpack the archive's 15.x releases. `make demo` asks only for
 // what the demo runs; `make tools` (and so `make test`) for everything.
 package main
 
@@ -38,17 +40,30 @@ func main() {
 		args = []string{"controlplane", "prometheus", "alertmanager", "test-only", "helm"}
 	}
 	var tools []controlplane.Tool
+	postgres17 := false
 	for _, a := range args {
 		if a == "postgres-minors" {
 			postgresMinors(ctx)
 			continue
 		}
+		if a == "postgres17" {
+			postgres17 = true
+			continue
+		}
 		set, ok := sets[a]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, test-only, controller-gen, helm, node, thanos or postgres-minors)\n", a)
+			fmt.Fprintf(os.Stderr, "unknown tool set %q (want controlplane, prometheus, alertmanager, test-only, controller-gen, helm, node, thanos, postgres17 or postgres-minors)\n", a)
 			os.Exit(2)
 		}
 		tools = append(tools, set...)
+	}
+	if postgres17 {
+		p, err := ensurePostgres17(ctx, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("postgresql-17\t%s\n", p)
 	}
 	if len(tools) > 0 {
 		fmt.Fprintln(os.Stderr, coldEstimate(tools))

@@ -29,7 +29,7 @@ func renderPostgresClusters(ctx context.Context, c client.Reader, o RenderOption
 	}
 	dirs := o.PostgresBinDirs
 	if len(dirs) == 0 {
-		dirs = []string{gather.DefaultPostgresBinDirs}
+		dirs = pgcontract.DefaultBinDirGlobs
 	}
 	inst, err := gather.PostgresInstallation(ctx, dirs...)
 	if err != nil {
@@ -124,6 +124,9 @@ func explainPostgresCluster(ctx context.Context, c client.Reader, ns, name strin
 	}
 
 	explainVersions(s, out)
+	if u := s.MajorUpgrade; u != nil {
+		fmt.Fprintf(out, "  major upgrade: %s\n", majorUpgradeState(u))
+	}
 	for _, p := range s.PendingRestart {
 		fmt.Fprintf(out, "  restart pending: %s waits for a restart to apply %s (a rolling restart: replicas one at a time, then a switchover)\n",
 			p.Name, strings.Join(p.Parameters, ", "))
@@ -173,6 +176,19 @@ func switchoverState(pc *postgresv1beta1.PostgresCluster) string {
 		}
 		return fmt.Sprintf("request %q (%s to %s) not carried out yet", trigger, orDefault(sw.Type, postgresv1beta1.SwitchoverTypeSwitchover), target)
 	}
+}
+
+// majorUpgradeState says where the last major upgrade is, and for a
+// finished one its downtime.
+func majorUpgradeState(u *postgresv1beta1.MajorUpgradeStatus) string {
+	line := fmt.Sprintf("PostgreSQL %d → %d, %s", u.From, u.To, u.Step)
+	if u.Downtime != "" {
+		line += ", downtime " + u.Downtime + " (primary down → PostgreSQL " + fmt.Sprint(u.To) + " accepting writes)"
+	}
+	if u.Message != "" {
+		line += ": " + u.Message
+	}
+	return line
 }
 
 func orDash(s string) string { return orDefault(s, "-") }

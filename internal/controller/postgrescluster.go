@@ -169,6 +169,7 @@ func (k postgresKind) readStatus(ctx context.Context, r client.Reader, c *postgr
 	if err := poolerStatus(ctx, r, c); err != nil {
 		return err
 	}
+	k.majorUpgradeCondition(c)
 	available := counts.Ready
 	if c.Status.Primary == "" {
 		available = 0 // without a primary nothing is available for writes
@@ -198,7 +199,7 @@ func newPostgresKind(ctx context.Context, mgr ctrl.Manager, opts PostgresOptions
 	} else {
 		dirs := opts.BinDirs
 		if len(dirs) == 0 {
-			dirs = []string{gather.DefaultPostgresBinDirs}
+			dirs = pgcontract.DefaultBinDirGlobs
 		}
 		inst, err := gather.PostgresInstallation(ctx, dirs...)
 		if err != nil {

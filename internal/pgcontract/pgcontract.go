@@ -135,6 +135,10 @@ type Config struct {
 	// Poolers, when set (spec.proxy.pgBouncer), are paused around every
 	// planned primary change (pooler.go).
 	Poolers *Poolers `json:"poolers,omitempty"`
+
+	// MajorUpgrade, when set, asks the instances to move the cluster's data
+	// to another major version (upgrade.go).
+	MajorUpgrade *MajorUpgrade `json:"majorUpgrade,omitempty"`
 }
 
 type User struct {
@@ -244,6 +248,9 @@ type Status struct {
 	Archive *ArchiveStatus `json:"archive,omitempty"`
 	// Backups are the last backup this instance ran per repo and type.
 	Backups []BackupResult `json:"backups,omitempty"`
+	// MajorUpgrade is where this instance is in the last Config.MajorUpgrade
+	// it took part in.
+	MajorUpgrade *MajorUpgradeStatus `json:"majorUpgrade,omitempty"`
 }
 
 // Reasons of a promotion (Status.LastPromotionReason).

@@ -202,8 +202,15 @@ func (c *Cluster) run(in *Instance, env []string, args ...string) {
 	}()
 }
 
-// PGData is the instance's data directory.
-func (in *Instance) PGData() string { return filepath.Join(in.Dir, "data", "pg15") }
+// PGData is the instance's data directory: pg15, or the major a major
+// upgrade moved it to (pgcontract.MajorFile).
+func (in *Instance) PGData() string {
+	dir := filepath.Join(in.Dir, "data")
+	if b, err := os.ReadFile(filepath.Join(dir, pgcontract.MajorFile)); err == nil {
+		return filepath.Join(dir, "pg"+strings.TrimSpace(string(b)))
+	}
+	return filepath.Join(dir, "pg15")
+}
 
 // SocketDir is where postgres listens on a Unix socket: reachable from the
 // host whatever happens to the instance's network.

@@ -51,6 +51,9 @@ func (m *Manager) step(ctx context.Context) error {
 	}
 	m.look(ctx)
 	m.noteStandbyLimits(ctx, role)
+	if handled, err := m.upgradeStep(ctx, cfg, role); handled || err != nil {
+		return err
+	}
 	if restarted, err := m.restartStep(ctx, cfg, role); restarted || err != nil {
 		return err
 	}

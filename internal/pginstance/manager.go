@@ -69,12 +69,17 @@ type Manager struct {
 	cfg      *pgcontract.Config
 	podIPs   map[string]string
 	podsRead time.Time
+	// upg is this instance's part in a major upgrade (upgrade.go).
+	upg upgradeState
 }
 
 // NewManager checks the options and connects to the API.
 func NewManager(o Options, log *slog.Logger) (*Manager, error) {
 	o.Defaults()
 	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := o.resolveData(); err != nil {
 		return nil, err
 	}
 	cs, err := NewKubeClient(o.Kubeconfig)

@@ -25,7 +25,11 @@ type Options struct {
 	PodIP     string
 
 	PGDATA string
-	BinDir string
+	// BinDir holds the binaries of PGDATA's major; empty: found in
+	// BinDirGlobs (pgcontract.DefaultBinDirGlobs), as those of the major a
+	// major upgrade moves to are.
+	BinDir      string
+	BinDirGlobs []string
 	// SocketDir holds the Unix socket postgres listens on and the files only
 	// the manager and postgres read (the password file, a private copy of
 	// the TLS key).
@@ -66,8 +70,8 @@ func (o *Options) Defaults() {
 	if o.PGDATA == "" {
 		o.PGDATA = pgcontract.PGDATA(15)
 	}
-	if o.BinDir == "" {
-		o.BinDir = "/usr/lib/postgresql/15/bin"
+	if len(o.BinDirGlobs) == 0 {
+		o.BinDirGlobs = pgcontract.DefaultBinDirGlobs
 	}
 	if o.SocketDir == "" {
 		o.SocketDir = filepath.Join(os.TempDir(), "lookout-pg")

@@ -113,7 +113,13 @@ func (rn *runner) command(name string, args ...string) *exec.Cmd {
 
 // run runs a program to its end and returns its error with its output.
 func (rn *runner) run(name string, args ...string) (string, error) {
+	return rn.runIn("/", name, args...)
+}
+
+// runIn is run with the working directory dir (pg_upgrade writes there).
+func (rn *runner) runIn(dir, name string, args ...string) (string, error) {
 	cmd := rn.command(name, args...)
+	cmd.Dir = dir
 	var out bytes.Buffer
 	pr, pw, err := os.Pipe()
 	if err != nil {

@@ -99,6 +99,12 @@ type PostgresClusterStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	InstanceVersions []InstanceVersion `json:"instanceVersions,omitempty"`
+
+	// MajorUpgrade is the last major upgrade (Lookout's own field): a
+	// change of spec.postgresVersion allowed by the
+	// postgres-operator.crunchydata.com/allow-upgrade annotation.
+	// +optional
+	MajorUpgrade *MajorUpgradeStatus `json:"majorUpgrade,omitempty"`
 }
 
 // InstanceVersion is the PostgreSQL one instance runs.
@@ -114,6 +120,32 @@ type InstanceVersion struct {
 	// does not answer.
 	// +optional
 	Version string `json:"version,omitempty"`
+}
+
+// MajorUpgradeStatus is where a major upgrade is, as its primary reports it.
+type MajorUpgradeStatus struct {
+	From int `json:"from"`
+	To   int `json:"to"`
+
+	// Step: Checking (pg_upgrade --check), Stopping (the replicas), Upgrading
+	// (pg_upgrade --link), Upgraded (the new major serves; replicas cloning),
+	// Complete (every instance runs it), CheckFailed or Failed (the old
+	// major runs on).
+	Step string `json:"step"`
+
+	// What failed, or what is left.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Downtime: from the primary's shutdown to the new major accepting
+	// writes.
+	// +optional
+	Downtime string `json:"downtime,omitempty"`
+
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }
 
 // InstancePendingRestart is what one instance waits for a restart to apply.

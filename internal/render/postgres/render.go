@@ -43,6 +43,10 @@ func Render(in *Inputs) (*Desired, error) {
 	if err != nil {
 		return nil, err
 	}
+	upgrade, err := majorUpgrade(c)
+	if err != nil {
+		return nil, err
+	}
 	instances, all := instanceNames(in)
 	target, err := checkTarget(c, all)
 	if err != nil {
@@ -85,6 +89,7 @@ func Render(in *Inputs) (*Desired, error) {
 		cfg.Restore = restore.restore
 	}
 	cfg.Poolers = poolersConfig(in)
+	cfg.MajorUpgrade = upgrade
 	userSecrets := make([]workload.Object, 0, len(Users(c)))
 	for _, u := range Users(c) {
 		s, user := userSecret(in, u)

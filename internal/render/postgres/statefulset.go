@@ -66,7 +66,7 @@ func statefulSet(in *Inputs, set *postgresv1beta1.PostgresInstanceSetSpec, setNa
 		Command: slices.Clone(InstanceCommand),
 		// Which cluster's Lease and config the manager follows, and the data
 		// directory of the major it runs (PGO's /pgdata/pg<major>).
-		Args: []string{"--cluster=" + c.Name, "--pgdata=" + pgcontract.PGDATA(c.Spec.PostgresVersion)},
+		Args: []string{"--cluster=" + c.Name, "--pgdata=" + podPGDATA(in, instance)},
 		Env: []corev1.EnvVar{
 			fieldEnv(pgcontract.EnvPodName, "metadata.name"),
 			fieldEnv(pgcontract.EnvPodNamespace, "metadata.namespace"),

@@ -142,6 +142,7 @@ func ObservedStatus(c *postgresv1beta1.PostgresCluster, obs Observed, s *postgre
 		s.FailoverBlocked = "no replica is running: there is nothing to promote"
 	}
 
+	majorUpgradeStatus(obs, s.Primary, s)
 	if primary != nil && primary.LastPromotion != nil {
 		change := &postgresv1beta1.PrimaryChange{
 			Time: metav1.NewTime(*primary.LastPromotion), To: s.Primary,

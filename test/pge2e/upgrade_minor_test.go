@@ -18,10 +18,10 @@ import (
 	"github.com/lookout-operator/lookout/internal/devenv"
 )
 
-// upgradeDeadline bounds a rolling minor upgrade of three instances: each
+// minorUpgradeDeadline bounds a rolling minor upgrade of three instances: each
 // of four steps (two replicas, the switchover, the old primary) waits for a
 // pod to be replaced and stream again, and for the controller's next look.
-const upgradeDeadline = 8 * time.Minute
+const minorUpgradeDeadline = 8 * time.Minute
 
 // TestRollingMinorUpgradeUnderLoadFailsNoTransaction runs PGO's quickstart
 // with a PgBouncer on two real minor releases of PostgreSQL 15 (the
@@ -83,7 +83,7 @@ func TestRollingMinorUpgradeUnderLoadFailsNoTransaction(t *testing.T) {
 
 	var log strings.Builder
 	res, err := devenv.MinorUpgrade{Client: k8s, Namespace: ns, Cluster: clusterName, User: userName, To: toImage,
-		Deadline: upgradeDeadline, Log: &log}.Run(testCtx)
+		Deadline: minorUpgradeDeadline, Log: &log}.Run(testCtx)
 	t.Logf("the upgrade as the status showed it:\n%s", log.String())
 	if err != nil {
 		t.Fatalf("rolling minor upgrade %s → %s: %v", from.Minor, to.Minor, err)
