@@ -6,6 +6,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	postgresv1beta1 "github.com/lookout-operator/lookout/api/postgres/v1beta1"
@@ -29,6 +30,7 @@ func (k postgresKind) readBackupStatus(ctx context.Context, r client.Reader, c *
 		}
 	}
 	cond := pgrender.BackupStatus(c, *obs, &c.Status)
+	k.restoreCondition(c, pgrender.InPlaceRestoreStatus(c, *obs, &c.Status))
 	if cond == nil {
 		meta.RemoveStatusCondition(&c.Status.Conditions, postgresv1beta1.ConditionDataInitialized)
 		return nil
@@ -39,4 +41,22 @@ func (k postgresKind) readBackupStatus(ctx context.Context, r client.Reader, c *
 	}
 	meta.SetStatusCondition(&c.Status.Conditions, *cond)
 	return nil
+}
+
+// restoreCondition sets the PGBackRestRestoreProgressing condition of an
+// in-place restore; a refused or failed one is also a Warning Event, one
+// that ended a Normal Event (once each).
+func (k postgresKind) restoreCondition(c *postgresv1beta1.PostgresCluster, cond *metav1.Condition) {
+	if cond == nil {
+		return
+	}
+	prev := meta.FindStatusCondition(c.Status.Conditions, cond.Type)
+	if k.rec != nil && cond.Status == metav1.ConditionFalse && (prev == nil || prev.Reason != cond.Reason || prev.Message != cond.Message) {
+		typ := corev1.EventTypeWarning
+		if cond.Reason == pgrender.ReasonRestored {
+			typ = corev1.EventTypeNormal
+		}
+		k.rec.Eventf(c, nil, typ, cond.Reason, "Restore", "%s", cond.Message)
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, *cond)
 }

@@ -79,6 +79,7 @@ func Render(in *Inputs) (*Desired, error) {
 	if restore != nil {
 		cfg.Restore = restore.restore
 	}
+	cfg.InPlaceRestore = inPlaceRestore(c)
 	cfg.Poolers = poolersConfig(in)
 	userSecrets := make([]workload.Object, 0, len(Users(c)))
 	for _, u := range Users(c) {
