@@ -41,11 +41,12 @@ type flags struct {
 	report   bool
 	hold     bool
 	pg       pgFlags
+	pgBackup pgBackupFlags
 }
 
 func main() {
 	var f flags
-	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2, all (s1 and s2) or pg (PostgreSQL faults, as root)")
+	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2, all (s1 and s2), pg (PostgreSQL faults, as root) or pg-backup (backup and restore throughput, archive lag, as root)")
 	flag.StringVar(&f.out, "out", "docs/bench-results.json", "JSON results (merged by scenario); empty: do not write")
 	flag.StringVar(&f.doc, "doc", "docs/benchmarks.md", "markdown file whose \"Scale harness (make bench)\" section is rewritten; empty: do not write")
 	flag.StringVar(&f.profiles, "profiles", "bench/out/profiles", "directory for the operator's CPU and heap profiles, one subdirectory per scenario (the operator serves pprof on a loopback port); empty: do not profile")
@@ -62,6 +63,9 @@ func main() {
 	flag.DurationVar(&f.pg.lease, "pg-lease", 5*time.Second, "pg: the primary's lease (leaderLeaseDurationSeconds)")
 	flag.StringVar(&f.pg.out, "pg-out", "docs/bench-pg-results.json", "pg: JSON results; empty: do not write")
 	flag.BoolVar(&f.pg.pooler, "pg-pooler", false, "pg: the writer goes through a PgBouncer that each switchover pauses and resumes")
+	flag.IntVar(&f.pgBackup.scale, "pg-backup-scale", 66, "pg-backup: pgbench -i scale of the database backed up and restored (66: about 1 GB)")
+	flag.IntVar(&f.pgBackup.runs, "pg-backup-runs", 3, "pg-backup: runs")
+	flag.DurationVar(&f.pgBackup.lag, "pg-lag", time.Minute, "pg-backup: how long each run measures the archive lag under a trickle of writes")
 	flag.Parse()
 	if err := run(f); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -81,9 +85,9 @@ func run(f flags) error {
 		scenarios = []scenario{scenarioS2()}
 	case "all":
 		scenarios = []scenario{scenarioS2(), scenarioS1()}
-	case "pg":
+	case "pg", "pg-backup":
 	default:
-		return fmt.Errorf("-scenario: want s1, s2, all or pg, got %q", f.scenario)
+		return fmt.Errorf("-scenario: want s1, s2, all, pg or pg-backup, got %q", f.scenario)
 	}
 
 	root, err := controlplane.RepoRoot()
@@ -111,6 +115,9 @@ func run(f flags) error {
 
 	if f.scenario == "pg" {
 		return runPGScenario(ctx, f, root, bin, commit)
+	}
+	if f.scenario == "pg-backup" {
+		return runPGBackup(ctx, f.pgBackup, bin)
 	}
 
 	var results []Result
