@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // ArchiveLag writes a row every 100 ms to instance primary for dur (a
@@ -19,7 +21,7 @@ func (c *Cluster) ArchiveLag(primary string, dur time.Duration) ([]time.Duration
 	defer conn.Close(ctx)
 	watch := c.Connect(c.SuperuserConnString(primary, "postgres"))
 	defer watch.Close(ctx)
-	table := "trickle_" + RandomString(6)
+	table := pgx.Identifier{"trickle_" + RandomString(6)}.Sanitize() // RandomString may give "-"
 	_, err := conn.Exec(ctx, `CREATE TABLE `+table+` (id bigint PRIMARY KEY, at timestamptz DEFAULT clock_timestamp())`)
 	c.must(err)
 
