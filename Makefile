@@ -72,7 +72,7 @@ demo: ## Start a local control plane with Lookout and an example, and explain ho
 	$(GO) run ./hack/tools $(DEMO_TOOLS) >/dev/null
 	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)' $(DEMO_FLAGS)   # DEMO_FLAGS=-exit: stop after the results (to time a run)
 
-demo-postgres: ## make demo plus a 3-instance PostgresCluster (PGO's quickstart): writes through its Secret's uri, kills the primary, prints the failover time and the writes lost (0); Lookout's Prometheus scrapes the instances (needs postgresql-15)
+demo-postgres: ## make demo plus a 3-instance PostgresCluster (PGO's quickstart): writes through its Secret's uri, kills the primary, prints the failover time and the writes lost (0); Lookout's Prometheus scrapes the instances; then a backup to S3 and a point-in-time restore into a second cluster, with the row counts (needs postgresql-15, pgbackrest)
 	$(GO) run ./hack/tools $(DEMO_TOOLS) >/dev/null
 	$(GO) run ./hack/demo -ldflags '$(LDFLAGS)' -postgres $(DEMO_FLAGS)
 

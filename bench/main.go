@@ -46,6 +46,7 @@ type flags struct {
 		runs, scale int
 		out         string
 	}
+	pgBackup pgBackupFlags
 }
 
 func main() {
@@ -53,7 +54,7 @@ func main() {
 	// mount namespace.
 	localpod.MaybeMountExec()
 	var f flags
-	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2, all (s1 and s2), pg (PostgreSQL faults, as root), pgminor (rolling minor upgrades under load through the operator, as root) or pgupgrade (major upgrade 15 → 17, as root)")
+	flag.StringVar(&f.scenario, "scenario", "all", "s1, s2, all (s1 and s2), pg (PostgreSQL faults, as root), pgminor (rolling minor upgrades under load through the operator, as root), pgupgrade (major upgrade 15 → 17, as root) or pg-backup (backup and restore throughput, archive lag, as root)")
 	flag.StringVar(&f.out, "out", "docs/bench-results.json", "JSON results (merged by scenario); empty: do not write")
 	flag.StringVar(&f.doc, "doc", "docs/benchmarks.md", "markdown file whose \"Scale harness (make bench)\" section is rewritten; empty: do not write")
 	flag.StringVar(&f.profiles, "profiles", "bench/out/profiles", "directory for the operator's CPU and heap profiles, one subdirectory per scenario (the operator serves pprof on a loopback port); empty: do not profile")
@@ -74,6 +75,9 @@ func main() {
 	flag.IntVar(&f.upgrade.runs, "pgupgrade-runs", 3, "pgupgrade: upgrades, each of a new cluster")
 	flag.IntVar(&f.upgrade.scale, "pgupgrade-scale", 70, "pgupgrade: pgbench -i scale of the data (70: about 1 GB)")
 	flag.StringVar(&f.upgrade.out, "pgupgrade-out", "docs/bench-pgupgrade-results.json", "pgupgrade: JSON results; empty: do not write")
+	flag.IntVar(&f.pgBackup.scale, "pg-backup-scale", 66, "pg-backup: pgbench -i scale of the database backed up and restored (66: about 1 GB)")
+	flag.IntVar(&f.pgBackup.runs, "pg-backup-runs", 3, "pg-backup: runs")
+	flag.DurationVar(&f.pgBackup.lag, "pg-lag", time.Minute, "pg-backup: how long each run measures the archive lag under a trickle of writes")
 	flag.Parse()
 	if err := run(f); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -93,9 +97,9 @@ func run(f flags) error {
 		scenarios = []scenario{scenarioS2()}
 	case "all":
 		scenarios = []scenario{scenarioS2(), scenarioS1()}
-	case "pg", "pgminor", "pgupgrade":
+	case "pg", "pgminor", "pgupgrade", "pg-backup":
 	default:
-		return fmt.Errorf("-scenario: want s1, s2, all, pg, pgminor or pgupgrade, got %q", f.scenario)
+		return fmt.Errorf("-scenario: want s1, s2, all, pg, pgminor, pgupgrade or pg-backup, got %q", f.scenario)
 	}
 
 	root, err := controlplane.RepoRoot()
@@ -133,6 +137,9 @@ func run(f flags) error {
 			out = absPath(root, f.upgrade.out)
 		}
 		return runUpgradeScenario(ctx, f.upgrade.runs, f.upgrade.scale, out, bin, commit)
+	}
+	if f.scenario == "pg-backup" {
+		return runPGBackup(ctx, f.pgBackup, bin)
 	}
 
 	var results []Result

@@ -113,44 +113,6 @@ func pgPlan(f pgFlags) []pgharness.Fault {
 	return plan
 }
 
-// runner is the harness's T for the bench: Fatalf ends the runs.
-type runner struct {
-	cleanups []func()
-	failed   bool
-}
-
-type fatal string
-
-func (r *runner) Helper()                         {}
-func (r *runner) Cleanup(f func())                { r.cleanups = append(r.cleanups, f) }
-func (r *runner) Logf(format string, args ...any) { logf(format, args...) }
-func (r *runner) Failed() bool                    { return r.failed }
-func (r *runner) Fatalf(format string, args ...any) {
-	r.failed = true
-	panic(fatal(fmt.Sprintf(format, args...)))
-}
-
-func (r *runner) close() {
-	for i := len(r.cleanups) - 1; i >= 0; i-- {
-		r.cleanups[i]()
-	}
-}
-
-// try runs fn; a Fatalf in it is returned as an error.
-func (r *runner) try(fn func()) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			msg, ok := v.(fatal)
-			if !ok {
-				panic(v)
-			}
-			err = fmt.Errorf("%s", msg)
-		}
-	}()
-	fn()
-	return nil
-}
-
 func runPG(ctx context.Context, f pgFlags, bin string) (PGResult, error) {
 	res := PGResult{Scenario: "pg", CPUs: numCPU(), LeaseSeconds: f.lease.Seconds(), StopSeconds: f.stop.Seconds(),
 		Description: fmt.Sprintf("3 instances of PostgreSQL 15, synchronous_mode_strict (ANY 1 of the replicas), lease %s; "+
@@ -161,8 +123,8 @@ func runPG(ctx context.Context, f pgFlags, bin string) (PGResult, error) {
 		return res, err
 	}
 	defer env.Close()
-	r := &runner{}
-	defer r.close()
+	r := &pgharness.Runner{Log: logf}
+	defer r.Close()
 	var prepare []func(*pgharness.Cluster)
 	if f.pooler {
 		prepare = append(prepare, pgharness.WithPoolers)
@@ -170,7 +132,7 @@ func runPG(ctx context.Context, f pgFlags, bin string) (PGResult, error) {
 			"a writer every 20 ms through a PgBouncer (`lookout pgbouncer`, transaction pooling) that each switchover pauses and resumes", f.lease)
 	}
 	var c *pgharness.Cluster
-	if err := r.try(func() {
+	if err := r.Try(func() {
 		started := time.Now()
 		c = pgharness.NewCluster(r, env, pgharness.Command{Path: bin}, 3, pgcontract.Config{Generation: 1, PostgresVersion: 15, Port: 5432,
 			SynchronousMode: true, SynchronousModeStrict: true, SynchronousNodeCount: 1,
@@ -195,7 +157,7 @@ func runPG(ctx context.Context, f pgFlags, bin string) (PGResult, error) {
 		}
 		load := loadAvg1()
 		var fr pgharness.FaultResult
-		if err := r.try(func() { fr = c.RunFault(fault) }); err != nil {
+		if err := r.Try(func() { fr = c.RunFault(fault) }); err != nil {
 			res.Error = fmt.Sprintf("run %d (%s): %v", i+1, fault.Key, err)
 			logf("pg: %s", res.Error)
 			break

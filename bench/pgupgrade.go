@@ -66,10 +66,10 @@ func runUpgradeScenario(ctx context.Context, runs, scale int, out, bin, commit s
 		if ctx.Err() != nil {
 			break
 		}
-		r := &runner{}
+		r := &pgharness.Runner{Log: logf}
 		var run UpgradeRun
-		err := r.try(func() { run = upgradeRun(ctx, r, env, bin, scale) })
-		r.close()
+		err := r.Try(func() { run = upgradeRun(ctx, r, env, bin, scale) })
+		r.Close()
 		if err != nil {
 			res.Error = fmt.Sprintf("run %d: %v", i+1, err)
 			logf("pgupgrade: %s", res.Error)
@@ -99,7 +99,7 @@ func runUpgradeScenario(ctx context.Context, runs, scale int, out, bin, commit s
 	return os.WriteFile(out, append(b, '\n'), 0o644)
 }
 
-func upgradeRun(ctx context.Context, r *runner, env *pgharness.Env, bin string, scale int) UpgradeRun {
+func upgradeRun(ctx context.Context, r *pgharness.Runner, env *pgharness.Env, bin string, scale int) UpgradeRun {
 	c := pgharness.NewCluster(r, env, pgharness.Command{Path: bin}, 3, pgcontract.Config{Generation: 1, PostgresVersion: 15, Port: 5432,
 		SynchronousMode: true, SynchronousNodeCount: 1, LeaseDuration: pgcontract.Duration{Duration: 5 * time.Second}})
 	primary := c.WaitHealthy(3 * time.Minute)

@@ -164,6 +164,9 @@ func runPostgres(ctx context.Context, c client.Client, cp *controlplane.ControlP
 		return stop, err
 	}
 	fmt.Printf("    %s{namespace=%q,cluster=%q} at http://%s:9090:\n%s", pgcontract.MetricRole, pgNamespace, pgCluster, host.IP, roles)
+	if err := runPostgresBackup(ctx, c, cp, bins, network, out, kc, &stops); err != nil {
+		return stop, err
+	}
 	return stop, nil
 }
 

@@ -66,6 +66,8 @@ type postgresKind struct {
 	poll       *statusPoller
 	// rec reports a refused or failed restore.
 	rec recorder.EventRecorder
+	// reader reads the manual backup Job retain keeps (the cache).
+	reader client.Reader
 }
 
 func (postgresKind) name() string { return postgresv1beta1.Kind }
@@ -222,6 +224,7 @@ func newPostgresKind(ctx context.Context, mgr ctrl.Manager, opts PostgresOptions
 // Secrets whose content its render keeps.
 func (r *PostgresClusterReconciler) SetupWithManager(mgr ctrl.Manager, k postgresKind) error {
 	k.rec = r.Recorder
+	k.reader = mgr.GetClient()
 	r.kind = k
 	b := r.controllerFor(mgr, "postgrescluster", nil).
 		Owns(&rbacv1.Role{}).

@@ -131,6 +131,11 @@ type Config struct {
 	Backups *Backups `json:"backups,omitempty"`
 	// Restore, when set, bootstraps a new cluster from a backup.
 	Restore *Restore `json:"restore,omitempty"`
+	// InPlaceRestore, when set, restores the running cluster from one of
+	// its own repositories (spec.backups.pgbackrest.restore and the
+	// pgbackrest-restore annotation); the primary carries it out once per
+	// ID.
+	InPlaceRestore *InPlaceRestore `json:"inPlaceRestore,omitempty"`
 
 	// Poolers, when set (spec.proxy.pgBouncer), are paused around every
 	// planned primary change (pooler.go).
@@ -246,6 +251,11 @@ type Status struct {
 	LastPromotionReason string `json:"lastPromotionReason,omitempty"`
 	// Archive, on the primary of a cluster with Backups.
 	Archive *ArchiveStatus `json:"archive,omitempty"`
+	// InPlaceRestore is the in-place restore this instance takes or took
+	// part in (its last step); LastRestore is the ID of the last one the
+	// cluster finished (the Lease records it).
+	InPlaceRestore *InPlaceRestoreStatus `json:"inPlaceRestore,omitempty"`
+	LastRestore    string                `json:"lastRestore,omitempty"`
 	// Backups are the last backup this instance ran per repo and type.
 	Backups []BackupResult `json:"backups,omitempty"`
 	// MajorUpgrade is where this instance is in the last Config.MajorUpgrade
@@ -354,6 +364,41 @@ type Restore struct {
 	// "--target=2026-11-28 20:00:00+00"), validated by the controller.
 	Options []string `json:"options,omitempty"`
 }
+
+// InPlaceRestore asks the primary to restore the cluster's own data from
+// Repo (one of Config.Backups' repositories) to the target Options name:
+// it checks the target first and refuses it without stopping anything;
+// then the replicas stop, the primary restores with --delta and promotes
+// on a new timeline, and the replicas clone it again.
+type InPlaceRestore struct {
+	// ID is the annotation's value: a new value is a new restore.
+	ID      string   `json:"id"`
+	Repo    string   `json:"repo"`
+	Options []string `json:"options,omitempty"`
+}
+
+// InPlaceRestoreStatus is one instance's part in the in-place restore ID.
+type InPlaceRestoreStatus struct {
+	ID string `json:"id"`
+	// Step is one of the Restore* steps.
+	Step   string `json:"step"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Steps of an in-place restore (InPlaceRestoreStatus.Step): the primary
+// checks, waits for the replicas to stop, restores, replays WAL and
+// promotes; a replica stops and clones the restored primary.
+const (
+	RestoreChecking  = "Checking"
+	RestoreRefused   = "Refused"
+	RestoreStopping  = "StoppingReplicas"
+	RestoreRestoring = "Restoring"
+	RestoreReplaying = "Replaying"
+	RestoreDone      = "Done"
+	RestoreFailed    = "Failed"
+	RestoreStopped   = "Stopped"
+	RestoreRecloning = "Recloning"
+)
 
 // Backup types (PGO's schedule names map to these).
 const (

@@ -113,6 +113,9 @@ func (m *Manager) primaryStep(ctx context.Context, cfg *pgcontract.Config, lease
 	if !up {
 		return nil
 	}
+	if busy, err := m.inPlaceRestoreStep(ctx, cfg, lease); busy || err != nil {
+		return err
+	}
 	m.setState("Running", "")
 	others, err := m.otherInstances(ctx)
 	if err != nil {
@@ -299,6 +302,9 @@ func (m *Manager) replicaStep(ctx context.Context, cfg *pgcontract.Config, lease
 	}
 	if h == m.o.PodName {
 		return m.takeHandover(ctx, cfg, lease)
+	}
+	if busy, err := m.restoreReplicaStep(ctx, cfg, lease); busy || err != nil {
+		return err
 	}
 	m.mu.Lock()
 	seen := m.leaseSeen

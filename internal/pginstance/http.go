@@ -72,6 +72,7 @@ func (m *Manager) Status() pgcontract.Status {
 	}
 	if m.lease != nil {
 		st.LastSwitchoverTrigger = m.lease.Annotations[annotationSwitchover]
+		st.LastRestore = m.lease.Annotations[annotationRestored]
 	}
 	m.backupStatus(&st)
 	return st

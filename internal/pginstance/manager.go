@@ -33,6 +33,7 @@ type Manager struct {
 	leaseCh  chan struct{} // a Lease change wakes the loop
 	br       *backrest
 	bk       backupState
+	ipr      inPlace
 	password string
 
 	conn *pgx.Conn // to the local postgres, over the socket; loop only
@@ -261,6 +262,7 @@ func (m *Manager) bootstrap(ctx context.Context, cfg *pgcontract.Config) error {
 				if err == nil {
 					m.setState("Cloning", "pg_basebackup from "+h)
 					if err = m.pg.basebackup(ip, cfg.Port, m.o.PodName); err == nil {
+						m.noteRestored(lease.Annotations[annotationRestored])
 						return m.startStandby(cfg, h, ip)
 					}
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -58,11 +59,18 @@ func (m *Manager) checkRestore(cfg *pgcontract.Config) error {
 	if err := m.br.rn.writeFile(m.br.restoreConfPath(), []byte(conf)); err != nil {
 		return err
 	}
+	return m.br.checkTarget(m.br.restoreArgs(r.Stanza), r.Stanza, r.Repo.Name, r.Options)
+}
+
+// checkTarget reads the repository (args select it and the stanza): the
+// stanza exists and holds a backup, and a time target is not before the
+// first backup ended.
+func (b *backrest) checkTarget(args []string, stanza, repo string, options []string) error {
 	// A repository that does not answer is reported after about four
 	// I/O timeouts.
-	out, err := m.br.run(append(m.br.restoreArgs(r.Stanza), "info", "--output=json", "--log-level-console=warn", "--io-timeout=10")...)
+	out, err := b.run(append(args, "info", "--output=json", "--log-level-console=warn", "--io-timeout=10")...)
 	if err != nil {
-		return fmt.Errorf("read repository %s: %v", r.Repo.Name, err)
+		return fmt.Errorf("read repository %s: %v", repo, err)
 	}
 	infos, err := parseInfo(out)
 	if err != nil {
@@ -72,27 +80,27 @@ func (m *Manager) checkRestore(cfg *pgcontract.Config) error {
 		msg := "not found"
 		if len(infos) > 0 {
 			msg = infos[0].Status.Message
-			for _, repo := range infos[0].Repo {
-				if repo.Status.Code != 0 {
-					msg = repo.Status.Message
+			for _, rs := range infos[0].Repo {
+				if rs.Status.Code != 0 {
+					msg = rs.Status.Message
 				}
 			}
 		}
-		return fmt.Errorf("stanza %q in repository %s: %s", r.Stanza, r.Repo.Name, msg)
+		return fmt.Errorf("stanza %q in repository %s: %s", stanza, repo, msg)
 	}
 	backups := infos[0].Backup
 	if len(backups) == 0 {
-		return fmt.Errorf("stanza %q in repository %s holds no backup", r.Stanza, r.Repo.Name)
+		return fmt.Errorf("stanza %q in repository %s holds no backup", stanza, repo)
 	}
-	if restoreOption(r.Options, "type") == "time" {
-		target, err := parseTargetTime(restoreOption(r.Options, "target"))
+	if restoreOption(options, "type") == "time" {
+		target, err := parseTargetTime(restoreOption(options, "target"))
 		if err != nil {
 			return err
 		}
 		first := time.Unix(backups[0].Timestamp.Stop, 0)
 		if target.Before(first) {
 			return fmt.Errorf("target time %s is before the first backup of stanza %q ended (%s, %s)",
-				target.UTC().Format(time.RFC3339), r.Stanza, backups[0].Label, first.UTC().Format(time.RFC3339))
+				target.UTC().Format(time.RFC3339), stanza, backups[0].Label, first.UTC().Format(time.RFC3339))
 		}
 	}
 	return nil
@@ -117,27 +125,45 @@ func (m *Manager) restorePrimary(ctx context.Context, cfg *pgcontract.Config) er
 	if err := m.pg.rn.chown(m.o.PGDATA); err != nil {
 		return err
 	}
-	args := append(m.br.restoreArgs(r.Stanza), "restore")
-	args = append(args, r.Options...)
-	if typ := restoreOption(r.Options, "type"); typ != "" && typ != "default" && typ != "immediate" && restoreOption(r.Options, "target-action") == "" {
+	start := time.Now()
+	if _, err := m.br.run(restoreCommand(m.br.restoreArgs(r.Stanza), r.Options)...); err != nil {
+		return fail(err)
+	}
+	if err := m.replayAndPromote(ctx, cfg, r.Repo.Name); err != nil {
+		return fail(err)
+	}
+	m.log.Info("Restored and promoted", "stanza", r.Stanza, "repo", r.Repo.Name, "options", strings.Join(r.Options, " "),
+		"duration", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// restoreCommand is pgbackrest restore with args and options; a recovery
+// target promotes once reached, unless the options say otherwise.
+func restoreCommand(args, options []string) []string {
+	args = append(slices.Clone(args), options...)
+	if typ := restoreOption(options, "type"); typ != "" && typ != "default" && typ != "immediate" && restoreOption(options, "target-action") == "" {
 		args = append(args, "--target-action=promote")
 	}
-	start := time.Now()
-	if _, err := m.br.run(args...); err != nil {
-		return fail(err)
-	}
+	return append(args, "restore")
+}
+
+// replayAndPromote starts postgres on a data directory pgbackrest restore
+// just wrote, waits until it replayed WAL from the repository to the
+// target (or its end) and promoted, and removes pgBackRest's recovery
+// settings.
+func (m *Manager) replayAndPromote(ctx context.Context, cfg *pgcontract.Config, repo string) error {
 	if err := m.pg.includeConf(); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := m.pg.writeConfig(m.confInput(cfg, "", ""), false); err != nil {
-		return fail(err)
+		return err
 	}
-	m.setState("Restoring", "replaying WAL from "+r.Repo.Name)
+	m.setState("Restoring", "replaying WAL from "+repo)
 	if err := m.pg.start(); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := m.connect(ctx); err != nil {
-		return fail(err)
+		return err
 	}
 	for {
 		var inRecovery bool
@@ -148,12 +174,12 @@ func (m *Manager) restorePrimary(ctx context.Context, cfg *pgcontract.Config) er
 			break
 		}
 		if m.pg.running() == nil {
-			return fail(fmt.Errorf("postgres stopped while replaying WAL (%s): the target is not in the repository's WAL", describe(m.pg.status)))
+			return fmt.Errorf("postgres stopped while replaying WAL (%s): the target is not in the repository's WAL", describe(m.pg.status))
 		}
 		if err != nil && m.conn.IsClosed() {
 			m.conn = nil
 			if err := m.connect(ctx); err != nil {
-				return fail(err)
+				return err
 			}
 		}
 		if ctx.Err() != nil {
@@ -164,14 +190,12 @@ func (m *Manager) restorePrimary(ctx context.Context, cfg *pgcontract.Config) er
 	for _, p := range []string{"restore_command", "recovery_target", "recovery_target_name", "recovery_target_time", "recovery_target_xid",
 		"recovery_target_lsn", "recovery_target_inclusive", "recovery_target_timeline", "recovery_target_action", "archive_mode"} {
 		if _, err := m.conn.Exec(ctx, "ALTER SYSTEM RESET "+p); err != nil {
-			return fail(fmt.Errorf("reset %s: %w", p, err))
+			return fmt.Errorf("reset %s: %w", p, err)
 		}
 	}
 	if _, err := m.conn.Exec(ctx, `SELECT pg_reload_conf()`); err != nil {
-		return fail(err)
+		return err
 	}
-	m.log.Info("Restored and promoted", "stanza", r.Stanza, "repo", r.Repo.Name, "options", strings.Join(r.Options, " "),
-		"duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -34,31 +34,86 @@ func TestAPostgresAlertReachesTheTeamsReceiverAndResolves(t *testing.T) {
 	const cluster = "solo"
 	ns := fmt.Sprintf("pgalert-%d", time.Now().UnixNano()%1e6)
 	must(t, k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	must(t, k8s.Create(testCtx, &postgresv1beta1.PostgresCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster},
+		Spec: postgresv1beta1.PostgresClusterSpec{
+			PostgresVersion: 15,
+			// The default lease (30 s): the hang (until the alert fires, a
+			// minute and more) outlasts it, so the primary fences itself
+			// when it resumes, gives the Lease up, and is elected again.
+			InstanceSets: []postgresv1beta1.PostgresInstanceSetSpec{{Name: "instance1", Replicas: ptr.To[int32](1),
+				DataVolumeClaimSpec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				}}},
+		},
+	}))
+	pods, err := devenv.RunPostgresPods(testCtx, k8s, cp, bins, network, ns, cluster, filepath.Join(work, ns))
+	must(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			logPods(t, pods, ns)
+		}
+		pods.Stop()
+	})
+	pgc, err := devenv.WaitPostgresCluster(testCtx, k8s, client.ObjectKey{Namespace: ns, Name: cluster}, startDeadline, func(c *postgresv1beta1.PostgresCluster) bool {
+		return c.Status.Ready == "1/1" && c.Status.Primary != ""
+	})
+	if err != nil {
+		t.Fatalf("no ready primary: %v; pod errors: %v", err, pods.Errors())
+	}
+	selected := &metav1.LabelSelector{MatchLabels: map[string]string{pgcontract.LabelCluster: cluster}}
+	recv, promURL := runAlerting(t, ns, selected, selected)
+
+	// Healthy first: the primary is scraped.
+	primaryUp := fmt.Sprintf(`%s{namespace=%q,cluster=%q,role=%q} == 1`, pgcontract.MetricRole, ns, cluster, pgcontract.RolePrimary)
+	if err := node.WaitQuery(testCtx, promURL, primaryUp, 3*time.Minute); err != nil {
+		t.Fatalf("Prometheus does not scrape the primary's role: %v", err)
+	}
+
+	// The primary hangs: no one answers, no instance is primary.
+	victim := pods.Pod(pgc.Status.Primary)
+	if victim == nil {
+		t.Fatalf("the primary %s is not among the running pods", pgc.Status.Primary)
+	}
+	frozen := time.Now()
+	must(t, victim.Freeze())
+	t.Cleanup(func() { _ = victim.Thaw() })
+	firing := waitAlert(t, recv, 4*time.Minute, "PostgresPrimaryMissing firing at the webhook", clusterAlert(ns, cluster, "PostgresPrimaryMissing", "firing", frozen))
+	t.Logf("PostgresPrimaryMissing reached the webhook %s after the primary hung (machine load %s): %s",
+		firing.Time.Sub(frozen).Round(time.Second), loadavg(), devenv.LastBytes(firing.Body, 600))
+	var m webhookMessage
+	must(t, json.Unmarshal(firing.Body, &m))
+	if m.CommonLabels["severity"] != "critical" || len(m.Alerts) != 1 || !strings.Contains(m.Alerts[0].Annotations["description"], ns+"/"+cluster) {
+		t.Errorf("the notification does not say which cluster lost its primary, critically: %s", firing.Body)
+	}
+
+	// It resumes: the alert resolves.
+	thawed := time.Now()
+	must(t, victim.Thaw())
+	resolved := waitAlert(t, recv, 3*time.Minute, "PostgresPrimaryMissing resolved at the webhook", clusterAlert(ns, cluster, "PostgresPrimaryMissing", "resolved", thawed))
+	t.Logf("the resolution reached the webhook %s after the primary resumed", resolved.Time.Sub(thawed).Round(time.Second))
+	if err := node.WaitQuery(testCtx, promURL, primaryUp, time.Minute); err != nil {
+		t.Errorf("after the resolution Prometheus sees no primary: %v", err)
+	}
+}
+
+// runAlerting runs what a team runs to hear of its clusters in namespace
+// ns: an AlertmanagerConfig with a webhook (the returned receiver), an
+// Alertmanager selecting it, and a Prometheus selecting podMonitors and
+// rules that sends to it (scraping and evaluating every 2 s), all as pods
+// the operator generated. It returns the receiver and Prometheus's URL.
+func runAlerting(t *testing.T, ns string, podMonitors, rules *metav1.LabelSelector) (*devenv.Receiver, string) {
+	t.Helper()
 	recv, err := devenv.StartReceiver(network)
 	must(t, err)
 	t.Cleanup(recv.Close)
-
-	selected := &metav1.LabelSelector{MatchLabels: map[string]string{pgcontract.LabelCluster: cluster}}
 	team := map[string]string{"team": "db"}
 	second := func(n int) *monitoringv1.NonEmptyDuration {
 		d := monitoringv1.NonEmptyDuration(fmt.Sprintf("%ds", n))
 		return &d
 	}
 	for _, o := range []client.Object{
-		&postgresv1beta1.PostgresCluster{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster},
-			Spec: postgresv1beta1.PostgresClusterSpec{
-				PostgresVersion: 15,
-				// The default lease (30 s): the hang (until the alert fires, a
-				// minute and more) outlasts it, so the primary fences itself
-				// when it resumes, gives the Lease up, and is elected again.
-				InstanceSets: []postgresv1beta1.PostgresInstanceSetSpec{{Name: "instance1", Replicas: ptr.To[int32](1),
-					DataVolumeClaimSpec: corev1.PersistentVolumeClaimSpec{
-						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-						Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-					}}},
-			},
-		},
 		&monitoringv1alpha1.AlertmanagerConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oncall", Labels: team},
 			Spec: monitoringv1alpha1.AlertmanagerConfigSpec{
@@ -76,12 +131,12 @@ func TestAPostgresAlertReachesTheTeamsReceiverAndResolves(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "postgres"},
 			Spec: monitoringv1.PrometheusSpec{
 				CommonPrometheusFields: monitoringv1.CommonPrometheusFields{
-					PodMonitorSelector:   selected,
+					PodMonitorSelector:   podMonitors,
 					ScrapeInterval:       "2s",
 					ServiceDiscoveryRole: ptr.To(monitoringv1.EndpointSliceRole),
 				},
 				EvaluationInterval: "2s",
-				RuleSelector:       selected,
+				RuleSelector:       rules,
 				Alerting: &monitoringv1.AlertingSpec{Alertmanagers: []monitoringv1.AlertmanagerEndpoints{{
 					Name: "alertmanager-operated", Port: intstr.FromString("web"),
 				}}},
@@ -90,21 +145,6 @@ func TestAPostgresAlertReachesTheTeamsReceiverAndResolves(t *testing.T) {
 		},
 	} {
 		must(t, k8s.Create(testCtx, o))
-	}
-
-	pods, err := devenv.RunPostgresPods(testCtx, k8s, cp, bins, network, ns, cluster, filepath.Join(work, ns))
-	must(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			logPods(t, pods, ns)
-		}
-		pods.Stop()
-	})
-	pgc, err := devenv.WaitPostgresCluster(testCtx, k8s, client.ObjectKey{Namespace: ns, Name: cluster}, startDeadline, func(c *postgresv1beta1.PostgresCluster) bool {
-		return c.Status.Ready == "1/1" && c.Status.Primary != ""
-	})
-	if err != nil {
-		t.Fatalf("no ready primary: %v; pod errors: %v", err, pods.Errors())
 	}
 	am, err := devenv.RunAlertmanagerPods(testCtx, k8s, cp, bins, network, ns, "main", t.TempDir())
 	must(t, err)
@@ -120,48 +160,17 @@ func TestAPostgresAlertReachesTheTeamsReceiverAndResolves(t *testing.T) {
 	prom, err := devenv.RunPrometheusPodOn(testCtx, k8s, cp, bins, host, ns, "postgres", t.TempDir())
 	must(t, err)
 	t.Cleanup(prom.Stop)
-	promURL := "http://" + host.IP + ":9090"
+	return recv, "http://" + host.IP + ":9090"
+}
 
-	// Healthy first: the primary is scraped.
-	primaryUp := fmt.Sprintf(`%s{namespace=%q,cluster=%q,role=%q} == 1`, pgcontract.MetricRole, ns, cluster, pgcontract.RolePrimary)
-	if err := node.WaitQuery(testCtx, promURL, primaryUp, 3*time.Minute); err != nil {
-		t.Fatalf("Prometheus does not scrape the primary's role: %v", err)
-	}
-	// A notification of the alert in status sent after since. (Before the
-	// first scrape the alert is pending: on a slow start it may have fired
-	// and resolved already.)
-	alert := func(status string, since time.Time) func(devenv.Request) bool {
-		return func(r devenv.Request) bool {
-			var m webhookMessage
-			return r.Path == "/postgres" && r.Time.After(since) && json.Unmarshal(r.Body, &m) == nil && m.Status == status &&
-				m.CommonLabels["alertname"] == "PostgresPrimaryMissing" && m.CommonLabels["namespace"] == ns && m.CommonLabels["cluster"] == cluster
-		}
-	}
-
-	// The primary hangs: no one answers, no instance is primary.
-	victim := pods.Pod(pgc.Status.Primary)
-	if victim == nil {
-		t.Fatalf("the primary %s is not among the running pods", pgc.Status.Primary)
-	}
-	frozen := time.Now()
-	must(t, victim.Freeze())
-	t.Cleanup(func() { _ = victim.Thaw() })
-	firing := waitAlert(t, recv, 4*time.Minute, "PostgresPrimaryMissing firing at the webhook", alert("firing", frozen))
-	t.Logf("PostgresPrimaryMissing reached the webhook %s after the primary hung (machine load %s): %s",
-		firing.Time.Sub(frozen).Round(time.Second), loadavg(), devenv.LastBytes(firing.Body, 600))
-	var m webhookMessage
-	must(t, json.Unmarshal(firing.Body, &m))
-	if m.CommonLabels["severity"] != "critical" || len(m.Alerts) != 1 || !strings.Contains(m.Alerts[0].Annotations["description"], ns+"/"+cluster) {
-		t.Errorf("the notification does not say which cluster lost its primary, critically: %s", firing.Body)
-	}
-
-	// It resumes: the alert resolves.
-	thawed := time.Now()
-	must(t, victim.Thaw())
-	resolved := waitAlert(t, recv, 3*time.Minute, "PostgresPrimaryMissing resolved at the webhook", alert("resolved", thawed))
-	t.Logf("the resolution reached the webhook %s after the primary resumed", resolved.Time.Sub(thawed).Round(time.Second))
-	if err := node.WaitQuery(testCtx, promURL, primaryUp, time.Minute); err != nil {
-		t.Errorf("after the resolution Prometheus sees no primary: %v", err)
+// clusterAlert matches a notification of alert about ns/cluster in status
+// sent after since. (Before the first scrape an alert may be pending: on a
+// slow start it may have fired and resolved already.)
+func clusterAlert(ns, cluster, alert, status string, since time.Time) func(devenv.Request) bool {
+	return func(r devenv.Request) bool {
+		var m webhookMessage
+		return r.Path == "/postgres" && r.Time.After(since) && json.Unmarshal(r.Body, &m) == nil && m.Status == status &&
+			m.CommonLabels["alertname"] == alert && m.CommonLabels["namespace"] == ns && m.CommonLabels["cluster"] == cluster
 	}
 }
 
@@ -185,7 +194,9 @@ func waitAlert(t *testing.T, recv *devenv.Receiver, deadline time.Duration, what
 				got = r
 				return true, ""
 			}
-			paths = append(paths, r.Path+" "+devenv.LastBytes(r.Body, 200))
+			var m webhookMessage
+			_ = json.Unmarshal(r.Body, &m)
+			paths = append(paths, fmt.Sprintf("%s at %s: %s %v", r.Path, r.Time.UTC().Format("15:04:05.000"), m.Status, m.CommonLabels))
 		}
 		return false, fmt.Sprintf("%d notifications: %s", len(paths), strings.Join(paths, "; "))
 	})

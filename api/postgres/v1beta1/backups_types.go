@@ -47,9 +47,13 @@ type PGBackRestArchive struct {
 	// +optional
 	Jobs *BackupJobs `json:"jobs,omitempty"`
 
+	// The in-place restore a new value of the pgbackrest-restore
+	// annotation runs while enabled.
+	// +optional
+	Restore *PGBackRestRestore `json:"restore,omitempty"`
+
 	// Documented by PGO, not honoured by Lookout (refused when set):
-	// pgBackRest runs in the instance container, in-place restore is not
-	// done yet.
+	// pgBackRest runs in the instance container.
 
 	// +optional
 	Metadata *apiextensionsv1.JSON `json:"metadata,omitempty"`
@@ -57,8 +61,6 @@ type PGBackRestArchive struct {
 	Image string `json:"image,omitempty"`
 	// +optional
 	RepoHost *apiextensionsv1.JSON `json:"repoHost,omitempty"`
-	// +optional
-	Restore *apiextensionsv1.JSON `json:"restore,omitempty"`
 	// +optional
 	Sidecars *apiextensionsv1.JSON `json:"sidecars,omitempty"`
 }
@@ -144,6 +146,20 @@ type PGBackRestManualBackup struct {
 	// +optional
 	// +listType=atomic
 	Options []string `json:"options,omitempty"`
+}
+
+// PGBackRestRestore is PGO's in-place restore: the cluster's data is
+// restored from one of its own repositories (repoName), to the target the
+// options name (--type=time --target=…), once per value of the
+// pgbackrest-restore annotation. Lookout checks the target before it stops
+// anything; clusterName and clusterNamespace are refused (the repository
+// is the cluster's own), as are the restore Job's fields (the primary
+// restores).
+type PGBackRestRestore struct {
+	// +kubebuilder:default=false
+	Enabled *bool `json:"enabled"`
+
+	PostgresClusterDataSource `json:",inline"`
 }
 
 // BackupJobs are the settings of the backup Jobs' pods.
@@ -262,6 +278,10 @@ type PGBackRestStatus struct {
 	// +optional
 	ManualBackup *PGBackRestJobStatus `json:"manualBackup,omitempty"`
 
+	// The in-place restore of the pgbackrest-restore annotation's value.
+	// +optional
+	Restore *PGBackRestJobStatus `json:"restore,omitempty"`
+
 	// +optional
 	// +listType=atomic
 	ScheduledBackups []PGBackRestScheduledBackupStatus `json:"scheduledBackups,omitempty"`
@@ -281,9 +301,11 @@ type PGBackRestStatus struct {
 	Archive *ArchiveStatus `json:"archive,omitempty"`
 }
 
-// PGBackRestJobStatus is a manual backup Job (PGO's).
+// PGBackRestJobStatus is a manual backup Job, or an in-place restore
+// (PGO's).
 type PGBackRestJobStatus struct {
-	// The pgbackrest-backup annotation's value the Job ran for.
+	// The annotation's value (pgbackrest-backup, pgbackrest-restore) it ran
+	// for.
 	ID       string `json:"id"`
 	Finished bool   `json:"finished"`
 	// +optional
@@ -371,6 +393,17 @@ type ArchiveStatus struct {
 // AnnotationPGBackRestBackup on the PostgresCluster starts the manual
 // backup; each new value is a new backup (PGO's).
 const AnnotationPGBackRestBackup = "postgres-operator.crunchydata.com/pgbackrest-backup"
+
+// AnnotationPGBackRestRestore on the PostgresCluster starts the in-place
+// restore spec.backups.pgbackrest.restore describes; each new value is a
+// new restore (PGO's).
+const AnnotationPGBackRestRestore = "postgres-operator.crunchydata.com/pgbackrest-restore"
+
+// ConditionRestoreProgressing (PGO's) True: an in-place restore runs (the
+// reason is its step: Checking, StoppingReplicas, Restoring, Replaying);
+// False: it ended (Restored), or was refused before anything stopped
+// (RestoreRefused) or failed (RestoreFailed), the message says why.
+const ConditionRestoreProgressing = "PGBackRestRestoreProgressing"
 
 // ConditionDataInitialized (PGO's PostgresDataInitialized) True: the
 // cluster's data exists (initdb, or a restore from spec.dataSource ended);

@@ -26,9 +26,15 @@ func backupAlerts(c *postgresv1beta1.PostgresCluster, sel string, alert ruleFunc
 	failed := fmt.Sprintf("%s{%s}", pgcontract.MetricArchiveLastFailed, sel)
 	archived := fmt.Sprintf("%s{%s}", pgcontract.MetricArchiveLastArchived, sel)
 	primary := fmt.Sprintf("%s{role=%q,%s} == 1", pgcontract.MetricRole, pgcontract.RolePrimary, sel)
+	// Every alert names its cluster and namespace: the expressions match
+	// on (namespace, pod) or aggregate, which drops the cluster label, and
+	// an AlertmanagerConfig routes the alerts of its own namespace only.
+	labels := func(severity string) map[string]string {
+		return map[string]string{"severity": severity, "namespace": c.Namespace, LabelClusterTarget: c.Name}
+	}
 	out := []monitoringv1.Rule{alert("PostgresArchivingFailing",
 		fmt.Sprintf(`((%s > on(namespace, pod) %s) or (%s unless on(namespace, pod) %s)) and on(namespace, pod) (%s)`, failed, archived, failed, archived, primary),
-		"5m", map[string]string{"severity": "critical"},
+		"5m", labels("critical"),
 		"WAL archiving to the backup repositories fails: point-in-time recovery stops at the last archived segment and pg_wal grows")}
 	for _, r := range c.Spec.Backups.PGBackRest.Repos {
 		if r.BackupSchedules == nil || r.BackupSchedules.Full == nil {
@@ -41,7 +47,7 @@ func backupAlerts(c *postgresv1beta1.PostgresCluster, sel string, alert ruleFunc
 		limit := gap + gap/2
 		out = append(out, alert("PostgresNoRecentFullBackup",
 			fmt.Sprintf(`time() - max(%s{%s,repo=%q,type=%q}) > %d`, pgcontract.MetricBackupLast, sel, r.Name, pgcontract.BackupFull, int64(limit.Seconds())),
-			"10m", map[string]string{"severity": "warning"},
+			"10m", labels("warning"),
 			fmt.Sprintf("no full backup of %s is newer than %s, which its schedule %q allows", r.Name, limit, *r.BackupSchedules.Full)))
 	}
 	return out

@@ -95,3 +95,25 @@ func TestScheduleGapIsTheLongestGapTheScheduleAllows(t *testing.T) {
 		}
 	}
 }
+
+// The archiving alert ships as it is documented: five minutes of failing
+// archiving, critical, with the cluster's labels (test/pge2e evaluates a
+// copy with a shorter `for`, so this is what pins the shipped one).
+func TestTheArchivingAlertShipsWithFiveMinutes(t *testing.T) {
+	for _, o := range render(t, inputs(t, hippo(withBackups), 1)).Objects {
+		pr, ok := o.(*monitoringv1.PrometheusRule)
+		if !ok {
+			continue
+		}
+		for _, r := range pr.Spec.Groups[0].Rules {
+			if r.Alert != "PostgresArchivingFailing" {
+				continue
+			}
+			if r.For == nil || *r.For != "5m" || r.Labels["severity"] != "critical" || r.Labels["namespace"] != "zoo" || r.Labels["cluster"] != "hippo" {
+				t.Errorf("PostgresArchivingFailing for %v, labels %v; want 5m, critical, zoo/hippo", r.For, r.Labels)
+			}
+			return
+		}
+	}
+	t.Fatal("no PostgresArchivingFailing in the PrometheusRule")
+}

@@ -123,7 +123,11 @@ func backupObjects(in *Inputs, instances []string) []workload.Object {
 			})
 		}
 	}
-	if id := c.Annotations[postgresv1beta1.AnnotationPGBackRestBackup]; id != "" && a.Manual != nil {
+	// The Job of a value the status records is not sent again: it exists
+	// (the controller keeps it from the prune), and its pod template is
+	// immutable, so an image change while the annotation holds would make
+	// every apply fail.
+	if id := c.Annotations[postgresv1beta1.AnnotationPGBackRestBackup]; id != "" && a.Manual != nil && !manualBackupSeen(c, id) {
 		typ, _ := manualType(a.Manual) // checked by backupsConfig
 		labels := map[string]string{LabelBackup: BackupManual, LabelRepo: a.Manual.RepoName}
 		meta := ownedMeta(c, ManualBackupJobName(c.Name, id), labels)
@@ -260,4 +264,11 @@ func withBackupVolumes(c *postgresv1beta1.PostgresCluster, restore *restoreSourc
 	case restore.restore != nil:
 		project(volumeRestoreConf, pgcontract.RestoreConfDir, restore.configuration)
 	}
+}
+
+// manualBackupSeen says whether the status records the manual backup Job of
+// the annotation's value id (PGO's status.pgbackrest.manualBackup).
+func manualBackupSeen(c *postgresv1beta1.PostgresCluster, id string) bool {
+	s := c.Status.PGBackRest
+	return s != nil && s.ManualBackup != nil && s.ManualBackup.ID == id
 }

@@ -58,21 +58,24 @@ func backupFields(c *postgresv1beta1.PostgresCluster) []string {
 		add(p+".metadata", set(a.Metadata))
 		add(p+".image", a.Image != "")
 		add(p+".repoHost", set(a.RepoHost))
-		add(p+".restore", set(a.Restore))
 		add(p+".sidecars", set(a.Sidecars))
 		projections(p, a.Configuration)
 		for i := range a.Repos {
 			repo(fmt.Sprintf("%s.repos[%d]", p, i), &a.Repos[i])
 		}
 	}
+	jobFields := func(p string, res, aff, prio, tol *apiextensionsv1.JSON) {
+		add(p+".resources", set(res))
+		add(p+".affinity", set(aff))
+		add(p+".priorityClassName", set(prio))
+		add(p+".tolerations", set(tol))
+	}
+	if b := c.Spec.Backups; b != nil && b.PGBackRest.Restore != nil {
+		r := &b.PGBackRest.Restore.PostgresClusterDataSource
+		jobFields("spec.backups.pgbackrest.restore", r.Resources, r.Affinity, r.PriorityClassName, r.Tolerations)
+	}
 	if d := c.Spec.DataSource; d != nil {
 		add("spec.dataSource.volumes", set(d.Volumes))
-		jobFields := func(p string, res, aff, prio, tol *apiextensionsv1.JSON) {
-			add(p+".resources", set(res))
-			add(p+".affinity", set(aff))
-			add(p+".priorityClassName", set(prio))
-			add(p+".tolerations", set(tol))
-		}
 		if s := d.PostgresCluster; s != nil {
 			jobFields("spec.dataSource.postgresCluster", s.Resources, s.Affinity, s.PriorityClassName, s.Tolerations)
 		}
@@ -287,6 +290,9 @@ func backupsConfig(c *postgresv1beta1.PostgresCluster) (*pgcontract.Backups, err
 			return nil, err
 		}
 	}
+	if err := checkInPlaceRestore(c); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -367,19 +373,19 @@ var restoreOptions = map[string]bool{
 var restoreTypes = map[string]bool{"default": true, "immediate": true, "time": true, "xid": true, "lsn": true, "name": true}
 
 // checkRestoreOptions refuses options the instance manager owns and a
-// target type without its target.
-func checkRestoreOptions(field string, options []string) error {
+// target type without its target, with reason.
+func checkRestoreOptions(field, reason string, options []string) error {
 	var typ, target string
 	for i, o := range options {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		name, value, _ := strings.Cut(strings.TrimPrefix(o, "--"), "=")
 		if !strings.HasPrefix(o, "--") || !restoreOptions[name] {
-			return specError(f, ReasonInvalidDataSource, "%q: Lookout takes --type, --target, --target-action, --target-exclusive, --target-timeline, --set, --db-include, --db-exclude and --process-max", o)
+			return specError(f, reason, "%q: Lookout takes --type, --target, --target-action, --target-exclusive, --target-timeline, --set, --db-include, --db-exclude and --process-max", o)
 		}
 		switch name {
 		case "type":
 			if !restoreTypes[value] {
-				return specError(f, ReasonInvalidDataSource, "%q: the type is default, immediate, time, xid, lsn or name", o)
+				return specError(f, reason, "%q: the type is default, immediate, time, xid, lsn or name", o)
 			}
 			typ = value
 		case "target":
@@ -387,7 +393,7 @@ func checkRestoreOptions(field string, options []string) error {
 		}
 	}
 	if typ != "" && typ != "default" && typ != "immediate" && target == "" {
-		return specError(field, ReasonInvalidDataSource, "--type=%s needs --target=…", typ)
+		return specError(field, reason, "--type=%s needs --target=…", typ)
 	}
 	return nil
 }
@@ -427,7 +433,7 @@ func restoreConfig(in *Inputs) (*restoreSource, error) {
 	}
 	if s := d.PGBackRest; s != nil {
 		const p = "spec.dataSource.pgbackrest"
-		if err := checkRestoreOptions(p+".options", s.Options); err != nil {
+		if err := checkRestoreOptions(p+".options", ReasonInvalidDataSource, s.Options); err != nil {
 			return nil, err
 		}
 		r := postgresv1beta1.PGBackRestRepo{Name: s.Repo.Name, S3: s.Repo.S3}
@@ -456,7 +462,7 @@ func restoreConfig(in *Inputs) (*restoreSource, error) {
 		return nil, specError(p+".clusterNamespace", workload.ReasonUnsupportedField,
 			"%q: Lookout restores from a cluster of the same namespace only (the source's configuration Secrets are projected into this cluster's pods)", s.ClusterNamespace)
 	}
-	if err := checkRestoreOptions(p+".options", s.Options); err != nil {
+	if err := checkRestoreOptions(p+".options", ReasonInvalidDataSource, s.Options); err != nil {
 		return nil, err
 	}
 	name := s.ClusterName

@@ -166,8 +166,22 @@ func TestBadBackupsAreRefusedByName(t *testing.T) {
 			c.Spec.Backups.PGBackRest.RepoHost = rawJSON(`{"resources":{}}`)
 			c.Spec.Backups.PGBackRest.Repos[0].GCS = rawJSON(`{"bucket":"b"}`)
 		}, nil},
-		{"refuses an in-place restore", "UnsupportedField", "spec.backups.pgbackrest.restore is not supported", func(c *postgresv1beta1.PostgresCluster) {
-			c.Spec.Backups.PGBackRest.Restore = rawJSON(`{"enabled":true,"repoName":"repo1"}`)
+		{"refuses an in-place restore's Job fields, by name", "UnsupportedField", "spec.backups.pgbackrest.restore.resources is not supported", func(c *postgresv1beta1.PostgresCluster) {
+			c.Spec.Backups.PGBackRest.Restore = inPlace("repo1")
+			c.Spec.Backups.PGBackRest.Restore.Resources = rawJSON(`{"limits":{"cpu":"1"}}`)
+		}, nil},
+		{"refuses an in-place restore from another cluster", "UnsupportedField", `restore.clusterName: "other": an in-place restore reads the cluster's own repository`, func(c *postgresv1beta1.PostgresCluster) {
+			c.Spec.Backups.PGBackRest.Restore = inPlace("repo1")
+			c.Spec.Backups.PGBackRest.Restore.ClusterName = "other"
+		}, nil},
+		{"refuses an in-place restore from no repository", "InvalidBackups", `restore.repoName: "repo2" is not one of the repositories`, func(c *postgresv1beta1.PostgresCluster) {
+			c.Spec.Backups.PGBackRest.Restore = inPlace("repo2")
+		}, nil},
+		{"refuses an in-place restore option the instance manager owns", "InvalidBackups", `restore.options[0]: "--delta": Lookout takes --type`, func(c *postgresv1beta1.PostgresCluster) {
+			c.Spec.Backups.PGBackRest.Restore = inPlace("repo1", "--delta")
+		}, nil},
+		{"refuses an in-place restore to a time without the time", "InvalidBackups", "restore.options: --type=time needs --target", func(c *postgresv1beta1.PostgresCluster) {
+			c.Spec.Backups.PGBackRest.Restore = inPlace("repo1", "--type=time")
 		}, nil},
 		{"refuses an option the operator sets", "InvalidBackups", "spec.backups.pgbackrest.global.repo1-s3-bucket: cannot be set: set by repos[].s3.bucket", func(c *postgresv1beta1.PostgresCluster) {
 			c.Spec.Backups.PGBackRest.Global["repo1-s3-bucket"] = "other"

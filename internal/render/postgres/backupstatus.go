@@ -70,6 +70,9 @@ func BackupStatus(c *postgresv1beta1.PostgresCluster, obs Observed, s *postgresv
 		next.Archive = prev.Archive
 	}
 	next.LastBackups = lastBackups(prev, obs)
+	if prev != nil {
+		next.Restore = prev.Restore // InPlaceRestoreStatus's
+	}
 
 	manualID := c.Annotations[postgresv1beta1.AnnotationPGBackRestBackup]
 	latest := map[string]*batchv1.Job{}

@@ -88,6 +88,7 @@ func Render(in *Inputs) (*Desired, error) {
 	if restore != nil {
 		cfg.Restore = restore.restore
 	}
+	cfg.InPlaceRestore = inPlaceRestore(c)
 	cfg.Poolers = poolersConfig(in)
 	cfg.MajorUpgrade = upgrade
 	userSecrets := make([]workload.Object, 0, len(Users(c)))
