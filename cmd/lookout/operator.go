@@ -121,7 +121,7 @@ func (o *operatorOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.reloaderImage, "reloader-image", version.ReloaderImage(), "Image of the config-reloader sidecar")
 	f.StringSliceVar(&o.controllers, "controllers", nil, "Controllers to run (comma-separated), of "+controllerNames()+"; empty runs every one whose CRD is installed")
 	f.StringVar(&o.postgres.Image, "postgres-image", version.Image("lookout-postgres"), "Image of the PostgreSQL instances of a PostgresCluster whose spec.image is empty")
-	f.StringSliceVar(&o.postgres.BinDirs, "postgres-bin-dirs", pgcontract.DefaultBinDirGlobs, "Globs of the PostgreSQL bin directories (<...>/<major>/bin) of the instance image: the majors a PostgresCluster may ask for, and the parameters each accepts")
+	f.StringSliceVar(&o.postgres.BinDirs, "postgres-bin-dirs", pgcontract.DefaultBinDirGlobs, "Globs of PostgreSQL bin directories (<...>/<major>/bin) on the operator's filesystem: the majors a PostgresCluster may ask for, and the parameters each accepts; when they hold none (the operator's image), the catalog of the lookout-postgres image of this version, built in")
 	f.Int64Var(&o.postgres.RunAsUser, "postgres-uid", pgrender.DefaultRunAsUser, "User (and group, fsGroup) id of the PostgreSQL containers, as the instance image has it")
 	f.BoolVar(&o.manageRBAC, "manage-rbac", false, "Give the generated pods the RBAC they use: Prometheus's discovery Roles or ClusterRole, the reloaders' read of their config Secret. Needs write rights on ClusterRoles, Roles and bindings, which RBAC cannot limit to the operator's own (a leaked token could empty any role). Off, as with prometheus-operator, bind the Prometheus ServiceAccount to the discovery rights yourself; the reloaders then follow the mounted config")
 	f.BoolVar(&o.selfMonitoring, "self-monitoring", false, "When leading, apply the operator's own ServiceMonitor, the reloaders' PodMonitor (in the watched namespaces) and its PrometheusRule in the operator's namespace")
@@ -385,7 +385,8 @@ func controllerNames() string {
 }
 
 // postgresInstallation reads the PostgreSQL the operator can run (nil when it
-// runs no postgrescluster controller): the webhook and the controller check
+// runs no postgrescluster controller): in its bin directories, or, when it has
+// none (its image), the catalog of lookout-postgres built in: the webhook and the controller check
 // PostgresClusters against the same one.
 func postgresInstallation(mgr ctrl.Manager, o operatorOptions) (*pgrender.Installation, error) {
 	if len(o.controllers) > 0 && !slices.Contains(o.controllers, "postgrescluster") {
@@ -397,9 +398,10 @@ func postgresInstallation(mgr ctrl.Manager, o operatorOptions) (*pgrender.Instal
 	} else if err != nil {
 		return nil, err
 	}
-	inst, err := gather.PostgresInstallation(context.Background(), o.postgres.BinDirs...)
+	inst, from, err := gather.PostgresFor(context.Background(), o.postgres.BinDirs...)
 	if err != nil {
 		return nil, err
 	}
+	mgr.GetLogger().Info("PostgreSQL majors the operator can run", "majors", inst.Majors(), "from", from)
 	return &inst, nil
 }

@@ -31,7 +31,7 @@ func renderPostgresClusters(ctx context.Context, c client.Reader, o RenderOption
 	if len(dirs) == 0 {
 		dirs = pgcontract.DefaultBinDirGlobs
 	}
-	inst, err := gather.PostgresInstallation(ctx, dirs...)
+	inst, _, err := gather.PostgresFor(ctx, dirs...)
 	if err != nil {
 		return err
 	}

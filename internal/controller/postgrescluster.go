@@ -192,7 +192,8 @@ func (k postgresKind) readStatus(ctx context.Context, r client.Reader, c *postgr
 }
 
 // newPostgresKind reads what the operator can run (the PostgreSQL majors in
-// opts.BinDirs and their parameters) and whether the monitoring kinds are served
+// opts.BinDirs and their parameters, or the lookout-postgres image's catalog
+// when it finds none there) and whether the monitoring kinds are served
 // (then each cluster gets a PodMonitor and a PrometheusRule).
 func newPostgresKind(ctx context.Context, mgr ctrl.Manager, opts PostgresOptions) (postgresKind, error) {
 	k := postgresKind{opts: opts, poll: newStatusPoller(mgr.GetAPIReader())}
@@ -203,12 +204,12 @@ func newPostgresKind(ctx context.Context, mgr ctrl.Manager, opts PostgresOptions
 		if len(dirs) == 0 {
 			dirs = pgcontract.DefaultBinDirGlobs
 		}
-		inst, err := gather.PostgresInstallation(ctx, dirs...)
+		inst, from, err := gather.PostgresFor(ctx, dirs...)
 		if err != nil {
 			return k, err
 		}
 		k.installation = inst
-		mgr.GetLogger().Info("PostgreSQL majors the operator can run", "majors", inst.Majors(), "binDirs", dirs)
+		mgr.GetLogger().Info("PostgreSQL majors the operator can run", "majors", inst.Majors(), "from", from)
 	}
 	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: monitoringv1.SchemeGroupVersion.Group, Kind: monitoringv1.PodMonitorsKind})
 	switch {

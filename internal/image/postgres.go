@@ -39,7 +39,7 @@ func PostgresPackages(major int) []string {
 // PostgresFiles collects from this machine what the instances run: the files of
 // PostgresPackages but documentation, translations, the JIT (llvmjit and its bitcode,
 // which would bring LLVM's 100 MB) and the extension build kit (pgxs); pgbackrest;
-// /bin/sh (initdb and pg_rewind start postgres through popen and system); the CA
+// pgbouncer (the pooler's pods, `lookout pgbouncer`, run this image too); /bin/sh (initdb and pg_rewind start postgres through popen and system); the CA
 // bundle OpenSSL reads by default (pgbackrest's S3 repositories verify TLS with it);
 // and every shared library those programs and libraries link, with the loader.
 func PostgresFiles(ctx context.Context, major int) (*HostFiles, error) {
@@ -75,7 +75,7 @@ func PostgresFiles(ctx context.Context, major int) (*HostFiles, error) {
 			}
 		}
 	}
-	for name, src := range map[string]string{"bin/sh": "/bin/sh", "bin/pgbackrest": "/usr/bin/pgbackrest"} {
+	for name, src := range postgresPrograms {
 		if err := h.AddAs(name, src); err != nil {
 			return nil, err
 		}
@@ -86,12 +86,21 @@ func PostgresFiles(ctx context.Context, major int) (*HostFiles, error) {
 	if err := h.AddLibraries(ctx); err != nil {
 		return nil, err
 	}
-	versions, err := packageVersions(ctx, append(PostgresPackages(major), "pgbackrest", "dash"))
+	versions, err := packageVersions(ctx, append(PostgresPackages(major), "pgbackrest", "pgbouncer", "dash"))
 	if err != nil {
 		return nil, err
 	}
 	h.Put("usr/share/doc/"+PostgresName+"/packages", File{Data: versions})
 	return h, nil
+}
+
+// postgresPrograms are the programs lookout-postgres carries besides PostgreSQL, on
+// its PATH (/bin), with where they come from on this machine (Debian's dash,
+// pgbackrest and pgbouncer).
+var postgresPrograms = map[string]string{
+	"bin/sh":         "/bin/sh",
+	"bin/pgbackrest": "/usr/bin/pgbackrest",
+	"bin/pgbouncer":  "/usr/sbin/pgbouncer",
 }
 
 // dpkgFiles lists the files of an installed Debian package.
@@ -151,7 +160,7 @@ func (r Release) PostgresImage(ctx context.Context, major int, lookout []byte) (
 		Binaries:  map[Platform][]byte{p: lookout},
 		SBOMs:     map[Platform][]byte{p: sbom},
 		Files:     files.Files(),
-		FilesFrom: "PostgreSQL " + strconv.Itoa(major) + " from this machine's " + strings.Join(PostgresPackages(major), ", ") + ", pgbackrest, /bin/sh and their libraries",
+		FilesFrom: "PostgreSQL " + strconv.Itoa(major) + " from this machine's " + strings.Join(PostgresPackages(major), ", ") + ", pgbackrest, pgbouncer, /bin/sh and their libraries",
 		Account:   PostgresAccount,
 		Args:      []string{"instance"},
 		Labels:    r.labels(PostgresName),

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"golang.org/x/sys/unix"
 
+	"github.com/lookout-operator/lookout/internal/gather"
 	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
 )
 
@@ -149,6 +150,23 @@ func TestThePostgresImageRunsPostgresAndInitdbInItsOwnRootFilesystem(t *testing.
 	}
 	if out := run("", "/bin/pgbackrest", "version"); !strings.HasPrefix(out, "pgBackRest ") {
 		t.Errorf("pgbackrest version printed %q", out)
+	}
+	// The operator, whose image has no PostgreSQL, checks clusters against the catalog
+	// built into it: it must list exactly what this image's postgres accepts.
+	described := map[string]bool{}
+	for _, line := range strings.Split(run("", bin+"postgres", "--describe-config"), "\n") {
+		if name, _, _ := strings.Cut(line, "\t"); name != "" {
+			described[strings.ToLower(name)] = true
+		}
+	}
+	if cat, err := gather.PostgresCatalog(); err != nil {
+		t.Error(err)
+	} else if string(gather.CatalogFile(15, cat.Parameters[15])) != string(gather.CatalogFile(15, described)) {
+		t.Errorf("the operator's built-in catalog of PostgreSQL 15 (%d parameters) is not what the image's postgres --describe-config lists (%d)", len(cat.Parameters[15]), len(described))
+	}
+	// The pooler's pods run this image: `lookout pgbouncer` starts pgbouncer from PATH.
+	if out := run("", "/bin/pgbouncer", "--version"); !strings.HasPrefix(out, "PgBouncer ") {
+		t.Errorf("pgbouncer --version printed %q", out)
 	}
 	if out := run("", "/bin/lookout", "instance", "--help"); !strings.Contains(out, "initdb") {
 		t.Errorf("lookout instance --help printed %q", out)

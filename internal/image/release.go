@@ -48,6 +48,22 @@ func (r Release) Image(ctx context.Context, name, pkg string) (v1.ImageIndex, er
 	return Build(spec)
 }
 
+// ImageOf is the image named name of bin, a binary Binary built for p (one platform),
+// with its SBOM and the OCI labels: the image of a binary another image carries too.
+func (r Release) ImageOf(name string, p Platform, bin []byte) (v1.ImageIndex, error) {
+	sbom, err := SBOM(name, bin, r.Created)
+	if err != nil {
+		return nil, fmt.Errorf("SBOM of %s for %s: %w", name, p, err)
+	}
+	return Build(Spec{
+		Name:     name,
+		Binaries: map[Platform][]byte{p: bin},
+		SBOMs:    map[Platform][]byte{p: sbom},
+		Created:  r.Created,
+		Labels:   r.labels(name),
+	})
+}
+
 // Binary builds the main package pkg for p, stamped with the release's version and
 // commit, and its SBOM.
 func (r Release) Binary(ctx context.Context, name, pkg string, p Platform) (bin, sbom []byte, err error) {

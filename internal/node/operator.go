@@ -39,37 +39,60 @@ const (
 func WriteOverlay(dir, root string, imgs Images) error {
 	// The variant that generates the pods' RBAC: the node's Prometheus
 	// discovers with it.
-	base, err := filepath.Rel(dir, filepath.Join(root, install.GeneratedRBACDir))
+	return writeOverlay(dir, root, install.GeneratedRBACDir, imgs.Lookout, imgs.Reloader)
+}
+
+// WritePostgresOverlay writes into dir a kustomize overlay of the PostgreSQL-only
+// variant of the base (root/config/postgres-only) for this node: the operator's image
+// is the imported one (operator), never pulled, and the instances' image the imported
+// lookout-postgres (postgres), named by --postgres-image, which the base leaves to
+// the operator's default (the release image of its own version). The base's
+// --reloader-image stays: no PostgreSQL pod runs the reloader.
+func WritePostgresOverlay(dir, root, operator, postgres string) error {
+	return writeOverlay(dir, root, install.PostgresOnlyDir, operator, "", "--postgres-image="+postgres)
+}
+
+// writeOverlay writes the overlay of the variant at root/base: the operator's image
+// lookout, --reloader-image replaced by reloader unless empty, extra arguments appended,
+// and imagePullPolicy Never.
+func writeOverlay(dir, root, baseDir, lookout, reloader string, extraArgs ...string) error {
+	base, err := filepath.Rel(dir, filepath.Join(root, baseDir))
 	if err != nil {
 		return err
 	}
-	// The reloader image is an argument of the operator, not a container image, so the
-	// images transformer does not reach it: a JSON patch replaces it, after testing that
-	// the argument at that index is the base's, so a reordered base fails loudly instead
-	// of being patched in the wrong place.
-	args := install.Args(install.Options{})
-	at := -1
-	for i, a := range args {
-		if strings.HasPrefix(a, "--reloader-image=") {
-			at = i
+	var ops []map[string]any
+	if reloader != "" {
+		// The reloader image is an argument of the operator, not a container image, so the
+		// images transformer does not reach it: a JSON patch replaces it, after testing that
+		// the argument at that index is the base's, so a reordered base fails loudly instead
+		// of being patched in the wrong place.
+		args := install.Args(install.Options{})
+		at := -1
+		for i, a := range args {
+			if strings.HasPrefix(a, "--reloader-image=") {
+				at = i
+			}
 		}
+		if at < 0 {
+			return fmt.Errorf("the install's operator arguments %q have no --reloader-image", args)
+		}
+		argPath := fmt.Sprintf("/spec/template/spec/containers/0/args/%d", at)
+		ops = append(ops,
+			map[string]any{"op": "test", "path": argPath, "value": args[at]},
+			map[string]any{"op": "replace", "path": argPath, "value": "--reloader-image=" + reloader})
 	}
-	if at < 0 {
-		return fmt.Errorf("the install's operator arguments %q have no --reloader-image", args)
+	for _, a := range extraArgs {
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": a})
 	}
-	argPath := fmt.Sprintf("/spec/template/spec/containers/0/args/%d", at)
-	patch, err := yaml.Marshal([]map[string]any{
-		{"op": "test", "path": argPath, "value": args[at]},
-		{"op": "replace", "path": argPath, "value": "--reloader-image=" + imgs.Reloader},
-		// The images exist on this node only.
-		{"op": "add", "path": "/spec/template/spec/containers/0/imagePullPolicy", "value": string(corev1.PullNever)},
-	})
+	// The images exist on this node only.
+	ops = append(ops, map[string]any{"op": "add", "path": "/spec/template/spec/containers/0/imagePullPolicy", "value": string(corev1.PullNever)})
+	patch, err := yaml.Marshal(ops)
 	if err != nil {
 		return err
 	}
-	name, tag, ok := strings.Cut(imgs.Lookout, ":")
+	name, tag, ok := strings.Cut(lookout, ":")
 	if !ok {
-		return fmt.Errorf("image %q has no tag", imgs.Lookout)
+		return fmt.Errorf("image %q has no tag", lookout)
 	}
 	k, err := yaml.Marshal(map[string]any{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1",

@@ -4,29 +4,26 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lookout-operator/lookout/internal/controlplane"
-	"github.com/lookout-operator/lookout/internal/devenv"
 	"github.com/lookout-operator/lookout/internal/image"
 	"github.com/lookout-operator/lookout/internal/scheme"
 )
 
-// PostgresImages are the images of a PostgreSQL node: the sandbox and lookout-postgres
-// (`make images`' builder, this machine's PostgreSQL), and the lookout binary that image
-// carries, written out for the operator to run on the host.
+// PostgresImages are the images of a PostgreSQL node: the sandbox, the operator's
+// image and lookout-postgres (`make images`' builder, this machine's PostgreSQL), both
+// of one lookout binary.
 type PostgresImages struct {
-	Pause, Postgres string // references
-	Files           []string
-	Lookout         string // path
+	Pause, Operator, Postgres string // references
+	Files                     []string
 }
 
-// BuildPostgresImages builds the pause and lookout-postgres images of PostgreSQL major
-// into dir, and writes the lookout binary in the image to dir/lookout.
+// BuildPostgresImages builds the pause, lookout and lookout-postgres (PostgreSQL major)
+// images into dir.
 func BuildPostgresImages(ctx context.Context, root, dir string, major int) (imgs PostgresImages, err error) {
 	w := newLayouts(dir)
 	defer func() { imgs.Files = w.files }()
@@ -40,12 +37,15 @@ func BuildPostgresImages(ctx context.Context, root, dir string, major int) (imgs
 	if err != nil {
 		return imgs, err
 	}
-	imgs.Lookout = filepath.Join(dir, "lookout")
-	if err := os.WriteFile(imgs.Lookout, bin, 0o755); err != nil {
+	idx, err := r.ImageOf("lookout", p, bin)
+	if err != nil {
 		return imgs, err
 	}
-	idx, err := r.PostgresImage(ctx, major, bin)
-	if err != nil {
+	imgs.Operator = r.Ref("lookout")
+	if err := w.write("lookout", imgs.Operator, idx); err != nil {
+		return imgs, err
+	}
+	if idx, err = r.PostgresImage(ctx, major, bin); err != nil {
 		return imgs, err
 	}
 	imgs.Postgres = r.Ref(image.PostgresName)
@@ -53,19 +53,18 @@ func BuildPostgresImages(ctx context.Context, root, dir string, major int) (imgs
 }
 
 // PostgresEnv is the local control plane with the monitoring and PostgresCluster CRDs,
-// a real node with the PostgreSQL images imported, and the operator: the lookout
-// binary of the image, run on the host with --postgres-image naming the imported
-// image. The operator runs outside the node because it checks each PostgresCluster
-// against the PostgreSQL it finds on its own filesystem (its --postgres-bin-dirs),
-// which the lookout image does not carry, and the install paths do not yet give it
-// the PostgresCluster RBAC.
+// a real node with the PostgreSQL images imported, and the operator installed on it
+// from its image through a kustomize overlay of the PostgreSQL-only base
+// (config/postgres-only), as a user installs it. The operator's image carries no
+// PostgreSQL: it checks PostgresClusters against the catalog of lookout-postgres
+// built into it.
 type PostgresEnv struct {
 	Env
 	PostgresImages PostgresImages
-	Operator       *devenv.Operator
 }
 
-// StartPostgresEnv builds the images into work and starts everything; Stop stops it.
+// StartPostgresEnv builds the images into work and starts everything; it returns once
+// the operator's Deployment is Ready and one of its pods leads. Stop stops it.
 func StartPostgresEnv(ctx context.Context, root, work string, major int, log io.Writer) (*PostgresEnv, error) {
 	e := &PostgresEnv{}
 	var err error
@@ -85,7 +84,10 @@ func StartPostgresEnv(ctx context.Context, root, work string, major int, log io.
 }
 
 func (e *PostgresEnv) start(ctx context.Context, root, work string, log io.Writer) (err error) {
-	if e.CP, err = controlplane.Start(ctx, controlplane.Options{Log: log, CRDDir: filepath.Join(root, controlplane.MonitoringCRDDir)}); err != nil {
+	// Aggregator routing: the apiserver calls the operator's webhook at a pod
+	// address (StartEnv says why).
+	if e.CP, err = controlplane.Start(ctx, controlplane.Options{Log: log, CRDDir: filepath.Join(root, controlplane.MonitoringCRDDir),
+		ExtraAPIServerArgs: []string{"--enable-aggregator-routing=true"}}); err != nil {
 		return err
 	}
 	if _, err := controlplane.InstallCRDs(ctx, e.CP.RESTConfig, filepath.Join(root, controlplane.PostgresCRDDir)); err != nil {
@@ -97,24 +99,17 @@ func (e *PostgresEnv) start(ctx context.Context, root, work string, log io.Write
 	if e.Node, err = Start(ctx, e.CP, Options{Images: e.PostgresImages.Files, PauseImage: e.PostgresImages.Pause, Log: log}); err != nil {
 		return err
 	}
-	e.Operator, err = devenv.StartOperator(ctx, e.PostgresImages.Lookout, e.CP.KubeconfigPath, filepath.Join(work, "operator.log"),
-		"--postgres-image="+e.PostgresImages.Postgres)
-	return err
-}
-
-// OperatorLog is the end of the operator's log, for failures.
-func (e *PostgresEnv) OperatorLog() string {
-	if e.Operator == nil {
-		return ""
+	overlay := filepath.Join(work, "overlay")
+	if err := WritePostgresOverlay(overlay, root, e.PostgresImages.Operator, e.PostgresImages.Postgres); err != nil {
+		return err
 	}
-	b, _ := os.ReadFile(e.Operator.LogPath)
-	return devenv.LastBytes(b, 4000)
-}
-
-// Stop stops the operator, the node and the control plane.
-func (e *PostgresEnv) Stop() {
-	if e.Operator != nil {
-		e.Operator.Stop()
+	installing := time.Now()
+	if err := e.InstallOperator(ctx, overlay); err != nil {
+		return err
 	}
-	e.Env.Stop()
+	if e.OperatorPods, err = e.WaitOperatorReady(ctx, 5*time.Minute); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "operator Deployment Ready with %d pods and a leader, %s after it was applied\n", len(e.OperatorPods), time.Since(installing).Round(10*time.Millisecond))
+	return nil
 }

@@ -205,6 +205,10 @@ type Status struct {
 	// Rewinding, Promoting, Demoting, Stopped, Failed.
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
+	// Incarnation is the id of this run of the instance manager, new at
+	// every start: a replica that finds the primary's pod answering with
+	// another one than the Lease records knows its container restarted.
+	Incarnation string `json:"incarnation,omitempty"`
 
 	PostgresVersion  string `json:"postgresVersion,omitempty"`
 	SystemIdentifier string `json:"systemIdentifier,omitempty"`

@@ -19,15 +19,19 @@ type Fault struct {
 
 // Fault keys.
 const (
-	FaultKill       = "sigkill"
-	FaultStop       = "sigstop"
-	FaultDeletePod  = "pod-deleted"
-	FaultCut        = "network-cut"
-	FaultKillBoth   = "primary-and-sync-replica"
-	FaultSwitchover = "switchover"
+	FaultKill = "sigkill"
+	// FaultKillRestart is the kill a kubelet answers: the container is
+	// restarted at once, in the same pod, at the same address.
+	FaultKillRestart = "sigkill-restarted"
+	FaultStop        = "sigstop"
+	FaultDeletePod   = "pod-deleted"
+	FaultCut         = "network-cut"
+	FaultKillBoth    = "primary-and-sync-replica"
+	FaultSwitchover  = "switchover"
 )
 
-// Faults are the faults of the issue and a planned switchover. A SIGSTOPped
+// Faults are the faults of the issue, the kill a kubelet answers with a restart
+// in place, and a planned switchover. A SIGSTOPped
 // primary stays stopped until a new primary serves and, at least, stopFor.
 func Faults(stopFor time.Duration) []Fault {
 	return []Fault{
@@ -35,6 +39,11 @@ func Faults(stopFor time.Duration) []Fault {
 			c.Kill(p)
 			c.WaitNewPrimary(p, "a new primary", "")
 			c.Start(p)
+		}},
+		{FaultKillRestart, "SIGKILL of the primary, restarted at once in the same pod", func(c *Cluster, p string) {
+			c.Kill(p)
+			c.Start(p)
+			c.WaitNewPrimary(p, "a new primary", "")
 		}},
 		{FaultStop, "SIGSTOP of the primary for longer than the lease", func(c *Cluster, p string) {
 			stopped := time.Now()

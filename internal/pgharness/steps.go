@@ -10,8 +10,10 @@ import (
 // Steps are when the new primary logged each step of taking over after a
 // fault (zero when it did not log it: a switchover hands over instead).
 type Steps struct {
-	// PrimaryLost: it concluded the primary is gone (detection).
+	// PrimaryLost: it concluded the primary is gone (detection), and why
+	// (the Lease expired, or which proof of death).
 	PrimaryLost time.Time
+	LostReason  string
 	// LeaseTaken: its write of the Lease returned, LeaseWrite after it
 	// started; before that it chose itself (peers' positions, the
 	// synchronous set applied).
@@ -45,7 +47,7 @@ func readSteps(path string, since time.Time) Steps {
 		switch field(line, "msg") {
 		case "Primary lost":
 			if s.PrimaryLost.IsZero() {
-				s.PrimaryLost = at
+				s.PrimaryLost, s.LostReason = at, field(line, "reason")
 			}
 		case "Took the lease":
 			s.LeaseTaken = at

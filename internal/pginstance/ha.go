@@ -16,6 +16,7 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/lookout-operator/lookout/internal/pgcontract"
@@ -220,6 +221,9 @@ func (m *Manager) switchover(ctx context.Context, cfg *pgcontract.Config, sw *pg
 	if _, err := m.conn.Exec(ctx, "CHECKPOINT"); err != nil {
 		m.log.Warn("Checkpoint before switchover failed", "err", err)
 	}
+	// The write pause starts here: the poolers hold new transactions, then
+	// postgres stops. The target reports the switchover's duration from it.
+	pauseStarted := time.Now()
 	m.pausePoolers(ctx, cfg)
 	m.mu.Lock()
 	m.role, m.fenced, m.needRewind, m.following = "", true, true, ""
@@ -240,6 +244,8 @@ func (m *Manager) switchover(ctx context.Context, cfg *pgcontract.Config, sw *pg
 		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
 		setAnnotation(l, annotationSwitchover, sw.Trigger)
 		setAnnotation(l, annotationHandoverLSN, handover)
+		setAnnotation(l, annotationHandoverStarted, pauseStarted.UTC().Format(time.RFC3339Nano))
+		setAnnotation(l, annotationHolderRun, "")
 		setLeaseSync(l, next)
 	})
 	if err != nil {
@@ -315,8 +321,8 @@ func (m *Manager) replicaStep(ctx context.Context, cfg *pgcontract.Config, lease
 	if h == "" {
 		why = "no instance holds the lease"
 	}
-	if alive && silent > cfg.LeaseDuration.Duration*3/10 {
-		if proof := m.proofOfDeath(ctx, cfg, h); proof != "" {
+	if alive {
+		if proof := m.deathOf(ctx, cfg, h, lease, silent); proof != "" {
 			alive, why = false, proof
 		}
 	}
@@ -405,30 +411,6 @@ func (m *Manager) follow(ctx context.Context, cfg *pgcontract.Config, h string, 
 	return nil
 }
 
-// proofOfDeath is why the primary h is certainly gone, or "": its pod is
-// gone, or its pod's address answers but both its manager and postgres
-// ports refuse connections.
-func (m *Manager) proofOfDeath(ctx context.Context, cfg *pgcontract.Config, h string) string {
-	ip, err := m.podIP(ctx, h, true)
-	if errors.Is(err, errNoPod) {
-		return "the primary's pod is gone"
-	}
-	if err != nil || ip == "" {
-		return ""
-	}
-	for _, port := range []int{pgcontract.ManagerPort, cfg.Port} {
-		c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, strconv.Itoa(port)), 300*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return ""
-		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
-			return ""
-		}
-	}
-	return "the primary's manager and postgres ports refuse connections"
-}
-
 var errNoPod = errors.New("no such pod")
 
 // podIP is the address of instance name, from a pod list at most two
@@ -454,13 +436,16 @@ func (m *Manager) refreshPods(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ips := map[string]string{}
+	ips, uids := map[string]string{}, map[string]types.UID{}
 	for _, p := range pods {
 		if p.DeletionTimestamp == nil || p.Status.PodIP != "" {
-			ips[p.Name] = p.Status.PodIP
+			ips[p.Name], uids[p.Name] = p.Status.PodIP, p.UID
 		}
 	}
-	m.podIPs, m.podsRead = ips, time.Now()
+	m.podIPs, m.podUIDs, m.podsRead = ips, uids, time.Now()
+	m.mu.Lock()
+	m.selfUID = uids[m.o.PodName]
+	m.mu.Unlock()
 	return ips, nil
 }
 
@@ -613,6 +598,15 @@ func (m *Manager) takeOver(ctx context.Context, cfg *pgcontract.Config, lease *c
 	if err != nil {
 		return nil
 	}
+	// The slots the other instances will stream from exist before the
+	// promotion, as a switchover's target prepares them: a standby's first
+	// connection finds its slot, and the first synchronous commit its
+	// standby, without waiting for the new primary's first step.
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if err := ensureSlots(sctx, m.conn, others); err != nil {
+		m.log.Warn("Could not create the standbys' slots before promotion", "err", err)
+	}
+	cancel()
 	next := desiredSyncSet(cfg.SynchronousMode, cfg.SynchronousModeStrict, cfg.SynchronousNodeCount, nil, others)
 	if err := m.applySyncBeforePromotion(ctx, cfg, next); err != nil {
 		m.setState("Promoting", err.Error())
@@ -637,6 +631,7 @@ func (m *Manager) takeOver(ctx context.Context, cfg *pgcontract.Config, lease *c
 		setAnnotation(l, annotationHandoverLSN, "")
 		setAnnotation(l, annotationHandoverTo, "")
 		setAnnotation(l, annotationReleasedBy, "")
+		setAnnotation(l, annotationHolderRun, m.holderRun())
 		taken, err = m.k.updateLease(ctx, l)
 	}
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
@@ -649,7 +644,10 @@ func (m *Manager) takeOver(ctx context.Context, cfg *pgcontract.Config, lease *c
 	}
 	m.noteLease(taken)
 	m.log.Info("Took the lease", "write", time.Since(started).Round(time.Millisecond), "reason", why)
-	return m.promote(ctx, started, pgcontract.PromotionFailover)
+	m.mu.Lock()
+	lost := m.lostSince
+	m.mu.Unlock()
+	return m.promote(ctx, started, pgcontract.PromotionFailover, lost)
 }
 
 // takeHandover promotes the target of a switchover once it holds every
@@ -670,12 +668,16 @@ func (m *Manager) takeHandover(ctx context.Context, cfg *pgcontract.Config, leas
 	started := time.Now()
 	m.mu.Lock()
 	m.role, m.lastRenew = pgcontract.RolePrimary, started
+	pause := handoverStarted(lease, m.leaseSeen, started)
 	m.mu.Unlock()
-	if err := m.writeLease(ctx, func(l *coordv1.Lease) { setAnnotation(l, annotationHandoverTo, "") }); err != nil {
+	if err := m.writeLease(ctx, func(l *coordv1.Lease) {
+		setAnnotation(l, annotationHandoverTo, "")
+		setAnnotation(l, annotationHandoverStarted, "")
+	}); err != nil {
 		m.fence("renew the handed-over lease: " + err.Error())
 		return nil
 	}
-	return m.promote(ctx, started, pgcontract.PromotionSwitchover)
+	return m.promote(ctx, started, pgcontract.PromotionSwitchover, pause)
 }
 
 // applySyncBeforePromotion makes postgres run with the synchronous set the
@@ -707,11 +709,12 @@ func (m *Manager) applySyncBeforePromotion(ctx context.Context, cfg *pgcontract.
 }
 
 // promote makes this instance primary; reason (pgcontract.PromotionFailover or
-// PromotionSwitchover) is what its status reports of the promotion.
-func (m *Manager) promote(ctx context.Context, renewed time.Time, reason string) error {
+// PromotionSwitchover) is what its status reports of the promotion, and its
+// duration runs from since: when the primary was seen lost, or when the old
+// primary began the handover's write pause.
+func (m *Manager) promote(ctx context.Context, renewed time.Time, reason string, since time.Time) error {
 	m.mu.Lock()
 	m.role, m.lastRenew, m.following = pgcontract.RolePrimary, renewed, ""
-	lost := m.lostSince
 	m.mu.Unlock()
 	m.setState("Promoting", "")
 	var ok bool
@@ -738,13 +741,15 @@ func (m *Manager) promote(ctx context.Context, renewed time.Time, reason string)
 	m.needRewind, m.fenced = false, false
 	m.status.LastPromotion, m.status.LastPromotionReason = &now, reason
 	m.status.FailoverBlocked = ""
-	if !lost.IsZero() {
-		m.status.LastPromotionDuration = pgcontract.Duration{Duration: now.Sub(lost)}
+	var took time.Duration
+	if !since.IsZero() {
+		took = now.Sub(since)
 	}
+	m.status.LastPromotionDuration = pgcontract.Duration{Duration: took}
 	m.lostSince = time.Time{}
 	m.usersGen, m.confGen = -1, -1
 	m.mu.Unlock()
-	m.log.Info("Promoted", "since primary lost", now.Sub(lost).Round(time.Millisecond))
+	m.log.Info("Promoted", "reason", reason, "took", took.Round(time.Millisecond))
 	// Poolers paused by a switchover wait for this; after a failover they
 	// repoint on their own, and one a dead primary left paused resumes.
 	go m.resumePoolers(ctx, m.config(), m.o.PodName)

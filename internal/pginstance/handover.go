@@ -26,6 +26,23 @@ import (
 // The announcement is cleared by whoever writes the Lease as its next holder.
 const annotationHandoverTo = annotationPrefix + "handover-to"
 
+// annotationHandoverStarted is when the old primary of a switchover began
+// its write pause (RFC 3339), written with the handover: the target reports
+// the switchover's duration from it.
+const annotationHandoverStarted = annotationPrefix + "handover-started"
+
+// handoverStarted is when the write pause of the handover in l began: as the
+// old primary wrote it, unless that is missing or not before now (another
+// clock), else seen, when this instance saw the handover.
+func handoverStarted(l *coordv1.Lease, seen, now time.Time) time.Time {
+	if l != nil {
+		if t, err := time.Parse(time.RFC3339Nano, l.Annotations[annotationHandoverStarted]); err == nil && t.Before(now) && now.Sub(t) < time.Hour {
+			return t
+		}
+	}
+	return seen
+}
+
 // handoverTarget is the instance the holder of l announced it hands over to.
 func handoverTarget(l *coordv1.Lease) string {
 	if l == nil {

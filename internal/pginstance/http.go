@@ -55,6 +55,7 @@ func (m *Manager) Status() pgcontract.Status {
 		st.Role = pgcontract.RoleReplica
 	}
 	st.Fenced = m.fenced
+	st.Incarnation = m.incarnation
 	st.Ready = m.up && ((st.Role == pgcontract.RolePrimary && !o.InRecovery) || (st.Role == pgcontract.RoleReplica && o.Receiving))
 	if m.up {
 		st.PostgresVersion, st.SystemIdentifier, st.Timeline = o.Version, o.SystemIdentifier, o.Timeline

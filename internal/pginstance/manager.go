@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -69,9 +70,17 @@ type Manager struct {
 	obsGen   int64
 	cfg      *pgcontract.Config
 	podIPs   map[string]string
+	podUIDs  map[string]types.UID
 	podsRead time.Time
 	// upg is this instance's part in a major upgrade (upgrade.go).
 	upg upgradeState
+	// incarnation is this run's id; selfUID the UID of its own pod (from
+	// the pod list): the primary records both in the Lease (death.go).
+	incarnation string
+	selfUID     types.UID
+	// proven is the last proof of death found, for the Lease it was
+	// found on.
+	proven provenDeath
 }
 
 // NewManager checks the options and connects to the API.
@@ -99,7 +108,9 @@ func NewManager(o Options, log *slog.Logger) (*Manager, error) {
 		cfgw:    &configWatch{changed: make(chan struct{}, 1)},
 		leaseCh: make(chan struct{}, 1),
 		podIPs:  map[string]string{},
+		podUIDs: map[string]types.UID{},
 	}
+	m.incarnation = newIncarnation()
 	if m.br, err = newBackrest(o, rn); err != nil {
 		return nil, err
 	}
@@ -425,6 +436,9 @@ func (m *Manager) writeLease(ctx context.Context, change func(*coordv1.Lease)) e
 		next := cur.DeepCopy()
 		now := metavMicro(started)
 		next.Spec.RenewTime = &now
+		if run := m.holderRun(); run != "" {
+			setAnnotation(next, annotationHolderRun, run)
+		}
 		if change != nil {
 			change(next)
 		}

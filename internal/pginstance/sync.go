@@ -151,6 +151,11 @@ type peer struct {
 // (R + W > N). Knowing the old primary's own position settles it directly.
 // maxLag (bytes, 0 = no limit) bounds how far behind the old primary's last
 // known position an asynchronous candidate may be.
+//
+// Under a synchronous set, what the old primary (restarted, or back after a
+// cut) holds beyond a candidate that proves it holds every acknowledged
+// commit was never acknowledged: that candidate is preferred, and the old
+// primary rewinds, as it would had it not come back before the election.
 func electable(candidate string, known []peer, oldPrimary string, recorded syncSet, maxLag int64, primaryLSN uint64) (bool, string) {
 	var mine *peer
 	for i := range known {
@@ -161,16 +166,28 @@ func electable(candidate string, known []peer, oldPrimary string, recorded syncS
 	if mine == nil {
 		return false, "its own position is unknown"
 	}
+	synchronous := !recorded.async()
 	for _, p := range known {
-		if p.Name != candidate && ahead(p, *mine, oldPrimary) {
+		if p.Name == candidate || (synchronous && p.Name == oldPrimary) {
+			continue
+		}
+		if ahead(p, *mine, oldPrimary) {
 			return false, fmt.Sprintf("%s is further ahead or preferred (%s, this instance %s)", p.Name, formatLSN(p.LSN), formatLSN(mine.LSN))
 		}
 	}
 	if candidate == oldPrimary {
+		if synchronous {
+			replicas := slices.DeleteFunc(slices.Clone(known), func(p peer) bool { return p.Name == oldPrimary })
+			for _, p := range replicas {
+				if ok, _ := electable(p.Name, replicas, oldPrimary, recorded, maxLag, primaryLSN); ok {
+					return false, fmt.Sprintf("%s proves it holds every acknowledged commit: the old primary follows it", p.Name)
+				}
+			}
+		}
 		return true, "" // every acknowledged commit came from its WAL
 	}
 	for _, p := range known {
-		if p.Name == oldPrimary {
+		if p.Name == oldPrimary && !ahead(p, *mine, oldPrimary) {
 			return true, "" // the old primary's own WAL is no further
 		}
 	}
@@ -195,6 +212,12 @@ func electable(candidate string, known []peer, oldPrimary string, recorded syncS
 		need = 1
 	}
 	if heard < need {
+		for _, p := range known {
+			if p.Name == oldPrimary {
+				return false, fmt.Sprintf("%s, the old primary, is further ahead (%s, this instance %s) and this instance heard from %d of the synchronous set %s (ANY %d), not the %d that prove no acknowledged commit is missing",
+					p.Name, formatLSN(p.LSN), formatLSN(mine.LSN), heard, strings.Join(recorded.Standbys, ","), recorded.Count, need)
+			}
+		}
 		return false, fmt.Sprintf("heard from %d of the synchronous set %s (ANY %d); %d are needed to prove no acknowledged commit is missing", heard, strings.Join(recorded.Standbys, ","), recorded.Count, need)
 	}
 	return true, ""

@@ -39,7 +39,8 @@ const (
 
 // TestPGOQuickstartOnARealKubeletFailsOverWhenCtrKillsThePrimarysContainer runs PGO's
 // quickstart PostgresCluster (examples-postgres/hippo.yaml, unchanged: 3 instances,
-// synchronous replication) on the kubelet: its pods run lookout-postgres (built here,
+// synchronous replication) on the kubelet, through the operator installed there as
+// the PostgreSQL-only install's Deployment: its pods run lookout-postgres (built here,
 // imported into containerd) with claims bound to hostPath volumes the test made. A
 // client writes through the -primary Service while the primary's container is killed
 // with ctr, as a crash would kill it; a replica takes over, the kubelet restarts the
@@ -69,6 +70,13 @@ func TestPGOQuickstartOnARealKubeletFailsOverWhenCtrKillsThePrimarysContainer(t 
 	defer env.Stop()
 	logImage(t, env.PostgresImages)
 	t.Logf("control plane, node and operator up in %s", time.Since(began).Round(time.Millisecond))
+	// The operator runs from its image, which has no PostgreSQL, as the PostgreSQL-only
+	// install's Deployment on the kubelet.
+	for _, p := range env.OperatorPods {
+		if p.Spec.NodeName != env.Node.Name || p.Spec.Containers[0].Image != env.PostgresImages.Operator {
+			t.Errorf("operator pod %s on node %q runs %q, want %s on %s", p.Name, p.Spec.NodeName, p.Spec.Containers[0].Image, env.PostgresImages.Operator, env.Node.Name)
+		}
+	}
 
 	const ns, cluster, user, db = "pg-node", "hippo", "rhino", "zoo"
 	must(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -174,6 +182,15 @@ func TestPGOQuickstartOnARealKubeletFailsOverWhenCtrKillsThePrimarysContainer(t 
 	t.Logf("failover on the node as the client saw it: %s from the last acknowledged write on timeline %d to the first on %d; kill → promotion %s (promotion %s after the loss was seen), promotion → first write %s (load %s)",
 		fos[0].Duration().Round(time.Millisecond), fos[0].OldTimeline, fos[0].NewTimeline, promoted.Sub(killed).Round(time.Millisecond),
 		pgc.Status.LastFailover.Duration, fos[0].FirstNew.Sub(promoted).Round(time.Millisecond), loadavg())
+	restarted := containerOf(after).State.Running
+	if restarted != nil {
+		t.Logf("the kubelet restarted %s's container %s after the kill (its start time, to the second)", primary, restarted.StartedAt.Sub(killed).Round(time.Second))
+	}
+	t.Logf("the instance managers' logs from the kill (+0) to the first write on the new timeline:\n%s",
+		timeline(managerLines(env, ns, killed.Add(-time.Second), fos[0].FirstNew.Add(time.Second)), killed, 200))
+
+	// PgBouncer from the same image, and a switchover through it.
+	switchoverThroughThePooler(t, env, ns, cluster, user, diagnose)
 	out, err := env.Kubectl(ctx, "get", "pods,postgresclusters", "-n", ns, "-o", "wide")
 	must(t, err)
 	t.Log("\n" + string(out))
