@@ -14,7 +14,6 @@ import (
 	"github.com/lookout-operator/lookout/internal/devenv"
 	"github.com/lookout-operator/lookout/internal/node"
 	"github.com/lookout-operator/lookout/internal/pgcontract"
-	"github.com/lookout-operator/lookout/internal/pgharness"
 	pgrender "github.com/lookout-operator/lookout/internal/render/postgres"
 )
 
@@ -29,12 +28,8 @@ func TestTheArchivingAlertFiresWhenS3FailsAndResolves(t *testing.T) {
 	const cluster = "arch"
 	ns := fmt.Sprintf("pgarch-%d", time.Now().UnixNano()%1e6)
 	must(t, k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	s3 := pgharness.StartS3(t, network.HostIP)
-	must(t, k8s.Create(testCtx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
-		Data:       map[string][]byte{"s3.conf": []byte(pgharness.CredentialsConf("repo1")), "ca.crt": s3.CAPEM},
-	}))
-	apply(t, ns, clusterManifest(cluster, s3Backups(s3, "/pgbackrest/"+ns+"/repo1")))
+	s3 := startS3Repo(t, ns)
+	apply(t, ns, clusterManifest(cluster, s3Backups(s3, "/pgbackrest/"+ns+"/repo1", "", "")))
 	pods := runPods(t, ns, cluster)
 	start := time.Now()
 	waitPGC(t, ns, cluster, startDeadline, "a ready primary with the stanza created", func(c *postgresv1beta1.PostgresCluster) bool {
@@ -91,26 +86,4 @@ func TestTheArchivingAlertFiresWhenS3FailsAndResolves(t *testing.T) {
 	s3.Down.Store(false)
 	resolved := waitAlert(t, recv, 5*time.Minute, "PostgresArchivingFailing resolved at the webhook", clusterAlert(ns, cluster, "PostgresArchivingFailing", "resolved", back))
 	t.Logf("the resolution reached the webhook %s after S3 came back", resolved.Time.Sub(back).Round(time.Second))
-}
-
-// s3Backups is spec.backups of a cluster archiving to the test's S3 server
-// at path: its CA and keys in the Secret s3-creds, as PGO's users put them.
-func s3Backups(s3 *pgharness.S3Server, path string) string {
-	return fmt.Sprintf(`  backups:
-    pgbackrest:
-      configuration:
-      - secret:
-          name: s3-creds
-      global:
-        repo1-path: %s
-        repo1-retention-full: "2"
-        repo1-s3-uri-style: path
-        repo1-storage-ca-file: /etc/pgbackrest/conf.d/ca.crt
-      repos:
-      - name: repo1
-        s3:
-          bucket: %s
-          endpoint: %q
-          region: us-east-1
-`, path, pgharness.S3Bucket, s3.Endpoint())
 }

@@ -63,35 +63,15 @@ spec:
 func TestBackupsToS3AndAClone(t *testing.T) {
 	ns := fmt.Sprintf("pgbak-%d", time.Now().UnixNano()%1e6)
 	must(t, k8s.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	s3 := pgharness.StartS3(t, network.HostIP)
-	must(t, k8s.Create(testCtx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
-		Data:       map[string][]byte{"s3.conf": []byte(pgharness.CredentialsConf("repo1")), "ca.crt": s3.CAPEM},
-	}))
+	s3 := startS3Repo(t, ns)
 	repoPath := "/pgbackrest/" + ns + "/src/repo1"
-	apply(t, ns, clusterManifest("src", fmt.Sprintf(`  backups:
-    pgbackrest:
-      configuration:
-      - secret:
-          name: s3-creds
-      global:
-        repo1-path: %s
-        repo1-retention-full: "2"
-        repo1-s3-uri-style: path
-        repo1-storage-ca-file: %s/ca.crt
-      repos:
-      - name: repo1
-        schedules:
+	apply(t, ns, clusterManifest("src", s3Backups(s3, repoPath, `        schedules:
           full: "0 1 * * 0"
           differential: "0 1 * * 1-6"
-        s3:
-          bucket: %s
-          endpoint: %q
-          region: us-east-1
-      manual:
+`, `      manual:
         repoName: repo1
         options: ["--type=full"]
-`, repoPath, "/etc/pgbackrest/conf.d", pgharness.S3Bucket, s3.Endpoint())))
+`)))
 	src := runPods(t, ns, "src")
 
 	start := time.Now()
@@ -298,4 +278,39 @@ func count(t *testing.T, uri string, lookup devenv.LookupFunc) int {
 	var n int
 	must(t, conn.QueryRow(ctx, `SELECT count(*) FROM marks`).Scan(&n))
 	return n
+}
+
+// startS3Repo starts the test's S3 server and puts its CA and keys in the
+// Secret s3-creds of ns, as PGO's users put them.
+func startS3Repo(t *testing.T, ns string) *pgharness.S3Server {
+	t.Helper()
+	s3 := pgharness.StartS3(t, network.HostIP)
+	must(t, k8s.Create(testCtx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
+		Data:       map[string][]byte{"s3.conf": []byte(pgharness.CredentialsConf("repo1")), "ca.crt": s3.CAPEM},
+	}))
+	return s3
+}
+
+// s3Backups is spec.backups of a cluster archiving to the S3 server of
+// startS3Repo at path; repoExtra goes into repo1 (schedules), extra into
+// pgbackrest (manual).
+func s3Backups(s3 *pgharness.S3Server, path, repoExtra, extra string) string {
+	return fmt.Sprintf(`  backups:
+    pgbackrest:
+      configuration:
+      - secret:
+          name: s3-creds
+      global:
+        repo1-path: %s
+        repo1-retention-full: "2"
+        repo1-s3-uri-style: path
+        repo1-storage-ca-file: /etc/pgbackrest/conf.d/ca.crt
+      repos:
+      - name: repo1
+%s        s3:
+          bucket: %s
+          endpoint: %q
+          region: us-east-1
+%s`, path, repoExtra, pgharness.S3Bucket, s3.Endpoint(), extra)
 }
