@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -292,6 +293,22 @@ func (c *Cluster) Heal(name string) {
 	ns := c.Insts[name].Host.Namespace
 	c.must(ipCmd("-n", ns, "link", "set", "eth0", "up"))
 	c.must(ipCmd("-n", ns, "route", "replace", "default", "via", c.env.Network.HostIP))
+}
+
+// CutAPIServer drops every packet from the instance to the apiserver, as
+// an apiserver that stops answering it does: its requests hang until they
+// time out, while postgres, its manager and S3 answer as before.
+// HealAPIServer lets them through again.
+func (c *Cluster) CutAPIServer(name string) { c.T.Helper(); c.apiserverRule(name, "-I") }
+
+func (c *Cluster) HealAPIServer(name string) { c.T.Helper(); c.apiserverRule(name, "-D") }
+
+func (c *Cluster) apiserverRule(name, op string) {
+	c.T.Helper()
+	host, port, err := net.SplitHostPort(c.env.proxy.addr())
+	c.must(err)
+	c.must(ipCmd("netns", "exec", c.Insts[name].Host.Namespace,
+		"iptables", op, "OUTPUT", "-p", "tcp", "-d", host, "--dport", port, "-j", "DROP"))
 }
 
 func ipCmd(args ...string) error {

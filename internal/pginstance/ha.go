@@ -107,7 +107,10 @@ func (m *Manager) primaryStep(ctx context.Context, cfg *pgcontract.Config, lease
 		m.fence("another instance holds the lease")
 		return nil
 	}
-	m.label(ctx, pgcontract.RolePrimary)
+	if !m.isRestoring() {
+		// A restore in place is not served until the Lease records it.
+		m.label(ctx, pgcontract.RolePrimary)
+	}
 	m.mu.Lock()
 	up, obs := m.up, m.obs
 	m.mu.Unlock()

@@ -2,6 +2,7 @@ package pginstance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -105,8 +106,14 @@ func (m *Manager) restoreInPlace(ctx context.Context, cfg *pgcontract.Config, r 
 		return nil
 	}
 	m.waitReplicasStopped(ctx, r.ID)
+	if !m.isPrimary() {
+		// Fenced while the replicas stopped: whoever holds the Lease next
+		// carries the restore out.
+		return nil
+	}
 
 	start := time.Now()
+	m.setRestoring(true)
 	m.setRestoreStep(r.ID, pgcontract.RestoreRestoring, "pgbackrest restore --delta from "+r.Repo)
 	m.setState("Restoring", "in-place restore "+r.ID+" from "+r.Repo)
 	m.label(ctx, "")
@@ -122,9 +129,17 @@ func (m *Manager) restoreInPlace(ctx context.Context, cfg *pgcontract.Config, r 
 	m.mu.Unlock()
 	m.pg.stop(syscall.SIGINT, time.Minute)
 	_, err := m.br.run(restoreCommand(append(args, "--delta"), r.Options)...)
+	if err == nil && !m.isPrimary() {
+		// Only the Lease's holder may promote the restored data: another
+		// instance's promotion would share its new timeline's number.
+		err = errors.New("another instance took the lease during the restore")
+	}
 	if err == nil {
 		m.setRestoreStep(r.ID, pgcontract.RestoreReplaying, "replaying WAL from "+r.Repo)
 		err = m.replayAndPromote(ctx, cfg, r.Repo)
+	}
+	if err == nil {
+		err = m.confirmLease(ctx, r.ID)
 	}
 	if err != nil {
 		return m.inPlaceFailed(ctx, r.ID, err)
@@ -152,8 +167,67 @@ func (m *Manager) recordRestored(ctx context.Context, id string) error {
 		return nil
 	}
 	m.ipr.done = ""
+	m.setRestoring(false)
 	m.setRestoreStep(id, pgcontract.RestoreDone, "")
 	return nil
+}
+
+func (m *Manager) setRestoring(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.restoring = on
+}
+
+func (m *Manager) isRestoring() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.restoring
+}
+
+func (m *Manager) isPrimary() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.role == pgcontract.RolePrimary
+}
+
+// confirmLease renews the Lease once the restored data is promoted. A
+// renewal that fails for want of an answer is tried again: the replicas
+// wait while this manager says it restores. One that finds another holder
+// fails the restore: two primaries would share a timeline's number.
+func (m *Manager) confirmLease(ctx context.Context, id string) error {
+	for {
+		err := m.writeLease(ctx, nil)
+		if err == nil && m.isPrimary() {
+			return nil
+		}
+		if errors.Is(err, errLeaseLost) || err == nil || ctx.Err() != nil {
+			return errors.New("another instance took the lease during the restore")
+		}
+		m.setRestoreStep(id, pgcontract.RestoreReplaying, "promoted; renew the lease: "+err.Error())
+		sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+// holderRestoring reports whether the Lease's holder h answers that it is
+// restoring or replaying for the in-place restore id, postgres stopped for
+// it: its Lease may fall silent while the apiserver is slow, and an
+// election would bring back the data it is replacing.
+func (m *Manager) holderRestoring(ctx context.Context, h, id string) bool {
+	ip, err := m.podIP(ctx, h, false)
+	if err != nil || ip == "" {
+		return false
+	}
+	fctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	st, err := fetchStatus(fctx, http.DefaultClient, ip)
+	if err != nil || st.InPlaceRestore == nil || st.InPlaceRestore.ID != id {
+		return false
+	}
+	switch st.InPlaceRestore.Step {
+	case pgcontract.RestoreRestoring, pgcontract.RestoreReplaying:
+		return true
+	}
+	return false
 }
 
 // waitReplicasStopped waits until every other instance that answers says
@@ -196,6 +270,7 @@ func (m *Manager) waitReplicasStopped(ctx context.Context, id string) {
 func (m *Manager) inPlaceFailed(ctx context.Context, id string, err error) error {
 	m.log.Error("In-place restore failed", "id", id, "err", err)
 	m.ipr.refused = id
+	m.setRestoring(false)
 	m.pg.stop(syscall.SIGQUIT, 0)
 	if m.conn != nil {
 		m.conn.Close(ctx)
@@ -237,7 +312,7 @@ func (m *Manager) restoreReplicaStep(ctx context.Context, cfg *pgcontract.Config
 	}
 	// A primary lost in the middle of a restore leaves the replicas' data
 	// as it was: the election goes on as after any loss.
-	if restoring != "" && h != "" && silent < cfg.LeaseDuration.Duration {
+	if restoring != "" && h != "" && (silent < cfg.LeaseDuration.Duration || m.holderRestoring(ctx, h, restoring)) {
 		if m.ipr.stopped != restoring {
 			m.ipr.stopped = restoring
 			m.label(ctx, "")

@@ -56,15 +56,20 @@ type Manager struct {
 	// may still name it; it gives the Lease up rather than wait for a
 	// handover that will never come (alone, it would wait forever).
 	fencedHolder bool
-	following    string // the instance postgres streams from
-	followSince  time.Time
-	receiving    time.Time // a standby's WAL receiver last seen streaming
-	lostSince    time.Time // when the primary was first seen lost
-	appliedSync  syncSet
-	pendingSync  *syncSet
-	labelled     string
-	usersGen     int64
-	confGen      int64
+	// restoring: this primary is carrying out an in-place restore
+	// (inplace.go). Until the Lease records it, postgres is stopped,
+	// replaying or promoted without the primary label: it acknowledges no
+	// write the Lease guards, so a renewal that stalls does not fence it.
+	restoring   bool
+	following   string // the instance postgres streams from
+	followSince time.Time
+	receiving   time.Time // a standby's WAL receiver last seen streaming
+	lostSince   time.Time // when the primary was first seen lost
+	appliedSync syncSet
+	pendingSync *syncSet
+	labelled    string
+	usersGen    int64
+	confGen     int64
 	// obsGen is the configuration generation the last observation of
 	// postgres was made with (Status.AppliedGeneration).
 	obsGen   int64
@@ -498,7 +503,7 @@ func (m *Manager) renewLoop(ctx context.Context) {
 		m.mu.Lock()
 		last = m.lastRenew
 		m.mu.Unlock()
-		if time.Since(last) > deadline {
+		if time.Since(last) > deadline && !m.isRestoring() {
 			m.fence(fmt.Sprintf("could not renew the lease for %s", time.Since(last).Round(time.Millisecond)))
 			continue
 		}
