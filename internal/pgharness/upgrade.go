@@ -26,8 +26,10 @@ type UpgradeResult struct {
 // does (a new generation of the config with MajorUpgrade), and waits until
 // the primary reports the end: on Upgraded, until every instance is ready
 // on the new major; on a failure, until the cluster is whole again. With
-// writers running, their logs are checked against the table.
-func (c *Cluster) MajorUpgrade(to int, timeout time.Duration) UpgradeResult {
+// writers running, their logs are checked against the table. Each watch
+// sees every status the primary reports until the end (a fault is injected
+// at a step).
+func (c *Cluster) MajorUpgrade(to int, timeout time.Duration, watch ...func(primary pgcontract.Status)) UpgradeResult {
 	c.T.Helper()
 	primary := c.Holder()
 	start := time.Now()
@@ -40,6 +42,9 @@ func (c *Cluster) MajorUpgrade(to int, timeout time.Duration) UpgradeResult {
 		st, err := c.Status(primary)
 		if err != nil {
 			return false, err.Error()
+		}
+		for _, w := range watch {
+			w(st)
 		}
 		u := st.MajorUpgrade
 		if u == nil || u.Token != c.Cfg.MajorUpgrade.Token {

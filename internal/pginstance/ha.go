@@ -107,7 +107,7 @@ func (m *Manager) primaryStep(ctx context.Context, cfg *pgcontract.Config, lease
 		m.fence("another instance holds the lease")
 		return nil
 	}
-	if !m.isRestoring() {
+	if !m.isOffline() {
 		// A restore in place is not served until the Lease records it.
 		m.label(ctx, pgcontract.RolePrimary)
 	}

@@ -113,7 +113,7 @@ func (m *Manager) restoreInPlace(ctx context.Context, cfg *pgcontract.Config, r 
 	}
 
 	start := time.Now()
-	m.setRestoring(true)
+	m.setOffline(true)
 	m.setRestoreStep(r.ID, pgcontract.RestoreRestoring, "pgbackrest restore --delta from "+r.Repo)
 	m.setState("Restoring", "in-place restore "+r.ID+" from "+r.Repo)
 	m.label(ctx, "")
@@ -167,21 +167,21 @@ func (m *Manager) recordRestored(ctx context.Context, id string) error {
 		return nil
 	}
 	m.ipr.done = ""
-	m.setRestoring(false)
+	m.setOffline(false)
 	m.setRestoreStep(id, pgcontract.RestoreDone, "")
 	return nil
 }
 
-func (m *Manager) setRestoring(on bool) {
+func (m *Manager) setOffline(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.restoring = on
+	m.offline = on
 }
 
-func (m *Manager) isRestoring() bool {
+func (m *Manager) isOffline() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.restoring
+	return m.offline
 }
 
 func (m *Manager) isPrimary() bool {
@@ -190,20 +190,33 @@ func (m *Manager) isPrimary() bool {
 	return m.role == pgcontract.RolePrimary
 }
 
-// confirmLease renews the Lease once the restored data is promoted. A
-// renewal that fails for want of an answer is tried again: the replicas
-// wait while this manager says it restores. One that finds another holder
-// fails the restore: two primaries would share a timeline's number.
+// confirmLease renews the Lease once the restored data is promoted. One
+// that finds another holder fails the restore: two primaries would share a
+// timeline's number.
 func (m *Manager) confirmLease(ctx context.Context, id string) error {
+	err := m.renewOffline(ctx, func(err error) {
+		m.setRestoreStep(id, pgcontract.RestoreReplaying, "promoted; renew the lease: "+err.Error())
+	})
+	if err != nil {
+		return errors.New("another instance took the lease during the restore")
+	}
+	return nil
+}
+
+// renewOffline renews the Lease of a primary that is offline, trying again
+// (after telling waiting) while the apiserver does not answer: the
+// replicas wait while this manager says what it is doing. It fails only
+// when another instance holds the Lease, or this one was fenced.
+func (m *Manager) renewOffline(ctx context.Context, waiting func(error)) error {
 	for {
 		err := m.writeLease(ctx, nil)
 		if err == nil && m.isPrimary() {
 			return nil
 		}
 		if errors.Is(err, errLeaseLost) || err == nil || ctx.Err() != nil {
-			return errors.New("another instance took the lease during the restore")
+			return errLeaseLost
 		}
-		m.setRestoreStep(id, pgcontract.RestoreReplaying, "promoted; renew the lease: "+err.Error())
+		waiting(err)
 		sleep(ctx, 500*time.Millisecond)
 	}
 }
@@ -270,7 +283,7 @@ func (m *Manager) waitReplicasStopped(ctx context.Context, id string) {
 func (m *Manager) inPlaceFailed(ctx context.Context, id string, err error) error {
 	m.log.Error("In-place restore failed", "id", id, "err", err)
 	m.ipr.refused = id
-	m.setRestoring(false)
+	m.setOffline(false)
 	m.pg.stop(syscall.SIGQUIT, 0)
 	if m.conn != nil {
 		m.conn.Close(ctx)

@@ -56,11 +56,13 @@ type Manager struct {
 	// may still name it; it gives the Lease up rather than wait for a
 	// handover that will never come (alone, it would wait forever).
 	fencedHolder bool
-	// restoring: this primary is carrying out an in-place restore
-	// (inplace.go). Until the Lease records it, postgres is stopped,
-	// replaying or promoted without the primary label: it acknowledges no
-	// write the Lease guards, so a renewal that stalls does not fence it.
-	restoring   bool
+	// offline: this primary stopped postgres for work it must finish
+	// under the Lease: an in-place restore (until the Lease records it,
+	// postgres is stopped, replaying, or promoted without the primary
+	// label) or a major upgrade's pg_upgrade. It acknowledges no write the
+	// Lease guards, so a renewal that stalls does not fence it; the
+	// replicas ask its manager before they stand for election.
+	offline     bool
 	following   string // the instance postgres streams from
 	followSince time.Time
 	receiving   time.Time // a standby's WAL receiver last seen streaming
@@ -503,7 +505,7 @@ func (m *Manager) renewLoop(ctx context.Context) {
 		m.mu.Lock()
 		last = m.lastRenew
 		m.mu.Unlock()
-		if time.Since(last) > deadline && !m.isRestoring() {
+		if time.Since(last) > deadline && !m.isOffline() {
 			m.fence(fmt.Sprintf("could not renew the lease for %s", time.Since(last).Round(time.Millisecond)))
 			continue
 		}

@@ -434,6 +434,8 @@ func (m *Manager) upgradePrimary(ctx context.Context, cfg *pgcontract.Config) er
 	m.mu.Lock()
 	m.up = false
 	m.mu.Unlock()
+	m.setOffline(true)
+	defer m.setOffline(false)
 	m.pg.stop(syscall.SIGINT, restartPatience)
 
 	_ = os.Remove(filepath.Join(filepath.Dir(oldData), deleteScript)) // an earlier attempt's
@@ -478,6 +480,15 @@ func (m *Manager) upgradePrimary(ctx context.Context, cfg *pgcontract.Config) er
 	m.mu.Lock()
 	m.appliedSync, m.pendingSync = syncSet{}, nil
 	m.mu.Unlock()
+	// The new major starts under a Lease renewed since: a renewal that
+	// stalled during pg_upgrade would fence it the moment it is online.
+	// When another instance holds the Lease it does not start: the manager
+	// exits and comes back fenced, as after any crash.
+	if err := m.renewOffline(ctx, func(err error) {
+		m.setState("Upgrading", "upgraded to PostgreSQL "+strconv.Itoa(u.to)+"; renew the lease: "+err.Error())
+	}); err != nil {
+		return fmt.Errorf("upgraded to PostgreSQL %d, but another instance took the lease meanwhile", u.to)
+	}
 	if err := m.pg.includeConf(); err != nil {
 		return err
 	}
@@ -536,7 +547,10 @@ func (m *Manager) waitForPrimary(ctx context.Context, cfg *pgcontract.Config) er
 	pu := st.MajorUpgrade
 	failed := ok && pu != nil && pu.Token == m.upg.token && m.upg.token != "" &&
 		(pu.Step == pgcontract.UpgradeFailed || pu.Step == pgcontract.UpgradeCheckFailed)
-	if failed || silent > cfg.LeaseDuration.Duration {
+	// A primary whose Lease falls silent while it answers that it runs
+	// pg_upgrade is slow to reach the apiserver, not lost.
+	upgrading := ok && pu != nil && pu.Token == m.upg.token && m.upg.token != "" && pu.Step == pgcontract.UpgradeUpgrading
+	if failed || silent > cfg.LeaseDuration.Duration && !upgrading {
 		why := "the primary is lost"
 		if failed {
 			why = "the primary's upgrade failed: " + pu.Error
