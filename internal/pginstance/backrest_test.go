@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lookout-operator/lookout/internal/pgcontract"
 )
@@ -89,5 +90,27 @@ func TestANewPrimaryArchivesTheSegmentsOfTheTimelineItLeft(t *testing.T) {
 	want := []string{"000000010000000000000003.ready", "000000010000000000000004.ready", "000000020000000000000006.ready"}
 	if !slices.Equal(got, want) {
 		t.Errorf("ready %v, want %v", got, want)
+	}
+}
+
+// A time target is restorable from a backup that ended in an earlier whole
+// second (pgBackRest records the end in seconds): one in the same second
+// is refused with its own reason, as is one before the end.
+func TestATargetTimeMustFollowTheFirstBackupsSecond(t *testing.T) {
+	ended := time.Date(2026, 11, 29, 7, 17, 38, 0, time.UTC) // as pgbackrest info reports it
+	for _, tc := range []struct {
+		target time.Time
+		want   string
+	}{
+		{ended.Add(-time.Minute), "is before the first backup"},
+		{ended.Add(924468 * time.Microsecond), "is in the second the first backup"},
+		{ended, "is in the second the first backup"},
+		{ended.Add(time.Second), ""},
+		{ended.Add(time.Hour), ""},
+	} {
+		err := targetAfterBackup(tc.target, "db", "20261129-071734F", ended)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("target %s: %v, want %q", tc.target.Format(time.RFC3339Nano), err, tc.want)
+		}
 	}
 }

@@ -97,11 +97,23 @@ func (b *backrest) checkTarget(args []string, stanza, repo string, options []str
 		if err != nil {
 			return err
 		}
-		first := time.Unix(backups[0].Timestamp.Stop, 0)
-		if target.Before(first) {
-			return fmt.Errorf("target time %s is before the first backup of stanza %q ended (%s, %s)",
-				target.UTC().Format(time.RFC3339), stanza, backups[0].Label, first.UTC().Format(time.RFC3339))
-		}
+		return targetAfterBackup(target, stanza, backups[0].Label, time.Unix(backups[0].Timestamp.Stop, 0))
+	}
+	return nil
+}
+
+// targetAfterBackup refuses a target time pgBackRest cannot restore to:
+// before the first backup (label) ended, or in the whole second it ended
+// (pgBackRest records the end in seconds, and restores from a backup that
+// ended in an earlier second than the target).
+func targetAfterBackup(target time.Time, stanza, label string, ended time.Time) error {
+	if target.Before(ended) {
+		return fmt.Errorf("target time %s is before the first backup of stanza %q ended (%s, %s)",
+			target.UTC().Format(time.RFC3339), stanza, label, ended.UTC().Format(time.RFC3339))
+	}
+	if !ended.Before(target.Truncate(time.Second)) {
+		return fmt.Errorf("target time %s is in the second the first backup of stanza %q ended (%s, %s): pgBackRest needs a target in a later second",
+			target.UTC().Format(time.RFC3339Nano), stanza, label, ended.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

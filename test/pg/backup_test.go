@@ -45,6 +45,13 @@ func backup(t *testing.T, c *pgharness.Cluster, typ string) pgcontract.BackupRes
 	}
 	var res pgcontract.BackupResult
 	must(t, json.Unmarshal(out, &res))
+	// pgBackRest records the backup's end in whole seconds and restores to
+	// a target time only from a later second: a test's target, taken after
+	// this returns, is in one.
+	ended := time.Now().Truncate(time.Second)
+	for !time.Now().Truncate(time.Second).After(ended) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	return res
 }
 
