@@ -328,13 +328,7 @@ func (m *Manager) initPrimary(ctx context.Context, cfg *pgcontract.Config) error
 	if err := m.pg.initdb(); err != nil {
 		return err
 	}
-	if err := m.pg.writeConfig(m.confInput(cfg, "", ""), false); err != nil {
-		return err
-	}
-	if err := m.pg.start(); err != nil {
-		return err
-	}
-	if err := m.connect(ctx); err != nil {
+	if err := m.startAsPrimary(ctx, cfg); err != nil {
 		return err
 	}
 	if err := ensureReplicationUser(ctx, m.conn, m.password); err != nil {
@@ -406,6 +400,19 @@ func (m *Manager) connect(ctx context.Context) error {
 		}
 		sleep(ctx, 100*time.Millisecond)
 	}
+}
+
+// startAsPrimary writes the configuration of a primary for cfg, starts
+// postgres on the data directory and connects to it: after initdb, a
+// restore or pg_upgrade.
+func (m *Manager) startAsPrimary(ctx context.Context, cfg *pgcontract.Config) error {
+	if err := m.pg.writeConfig(m.confInput(cfg, "", ""), false); err != nil {
+		return err
+	}
+	if err := m.pg.start(); err != nil {
+		return err
+	}
+	return m.connect(ctx)
 }
 
 // readLease reads the Lease and notes when it last changed.

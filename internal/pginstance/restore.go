@@ -167,14 +167,8 @@ func (m *Manager) replayAndPromote(ctx context.Context, cfg *pgcontract.Config, 
 	if err := m.pg.includeConf(); err != nil {
 		return err
 	}
-	if err := m.pg.writeConfig(m.confInput(cfg, "", ""), false); err != nil {
-		return err
-	}
 	m.setState("Restoring", "replaying WAL from "+repo)
-	if err := m.pg.start(); err != nil {
-		return err
-	}
-	if err := m.connect(ctx); err != nil {
+	if err := m.startAsPrimary(ctx, cfg); err != nil {
 		return err
 	}
 	for {

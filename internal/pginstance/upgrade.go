@@ -205,29 +205,28 @@ func (m *Manager) upgradeStep(ctx context.Context, cfg *pgcontract.Config, role 
 	pu := st.MajorUpgrade
 	switch {
 	case u != nil && u.Token != m.upg.token && u.From == mine && pu != nil && pu.Token == u.Token && pu.Step == pgcontract.UpgradeStopping:
-		m.upg = upgradeState{token: u.Token, from: u.From, to: u.To, waiting: true}
-		m.setUpgrade(pgcontract.UpgradeStopped, "", u.Token, u.From, u.To)
 		m.setState("Upgrading", "stopped while "+h+" upgrades to PostgreSQL "+strconv.Itoa(u.To))
-		m.label(ctx, "")
-		m.mu.Lock()
-		m.fenced = true
-		m.mu.Unlock()
-		m.pg.stop(syscall.SIGINT, restartPatience)
+		m.stopForUpgrade(ctx, upgradeState{token: u.Token, from: u.From, to: u.To, waiting: true})
 		return true, nil
 	case st.Ready && majorOfVersion(st.PostgresVersion) > mine:
 		// The primary runs a newer major (this instance restarted during
 		// the upgrade, or missed it): clone it afresh.
-		to := majorOfVersion(st.PostgresVersion)
-		m.upg = upgradeState{token: m.upg.token, from: mine, to: to, waiting: true}
-		m.setUpgrade(pgcontract.UpgradeStopped, "", m.upg.token, mine, to)
-		m.label(ctx, "")
-		m.mu.Lock()
-		m.fenced = true
-		m.mu.Unlock()
-		m.pg.stop(syscall.SIGINT, restartPatience)
+		m.stopForUpgrade(ctx, upgradeState{token: m.upg.token, from: mine, to: majorOfVersion(st.PostgresVersion), waiting: true})
 		return true, nil
 	}
 	return false, nil
+}
+
+// stopForUpgrade stops a replica's postgres, keeping its data, until the
+// primary runs the new major of u (or gives the upgrade up).
+func (m *Manager) stopForUpgrade(ctx context.Context, u upgradeState) {
+	m.upg = u
+	m.setUpgrade(pgcontract.UpgradeStopped, "", u.token, u.from, u.to)
+	m.label(ctx, "")
+	m.mu.Lock()
+	m.fenced = true
+	m.mu.Unlock()
+	m.pg.stop(syscall.SIGINT, restartPatience)
 }
 
 // primaryStatus is the status of the instance that holds the Lease.
@@ -492,13 +491,7 @@ func (m *Manager) upgradePrimary(ctx context.Context, cfg *pgcontract.Config) er
 	if err := m.pg.includeConf(); err != nil {
 		return err
 	}
-	if err := m.pg.writeConfig(m.confInput(cfg, "", ""), false); err != nil {
-		return err
-	}
-	if err := m.pg.start(); err != nil {
-		return err
-	}
-	if err := m.connect(ctx); err != nil {
+	if err := m.startAsPrimary(ctx, cfg); err != nil {
 		return err
 	}
 	downtime := time.Since(down)
